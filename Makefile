@@ -1,0 +1,37 @@
+# computerfs build, test and benchmark entry points.
+GO      ?= go
+BIN     := bin
+GOFLAGS ?=
+
+.PHONY: all build run test test-short bench vet fmt clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS) -o $(BIN)/computerfs ./cmd/computerfs
+
+# Build, then mount the default workspace (~/.local/share/computerfs/default.cfs)
+# at ~/computerfs in the foreground. Ctrl-C unmounts cleanly.
+run: build
+	$(BIN)/computerfs mount
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w .
+
+# Everything, as CI runs it: vet, then every test with the race detector.
+test: build vet
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-short: build
+	$(GO) test -short -count=1 ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/... ./fs/... ./chunkstore/...
+
+clean:
+	rm -rf $(BIN)

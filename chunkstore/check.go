@@ -1,0 +1,204 @@
+package chunkstore
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// ChunkInfo describes one stored chunk, for fsck and gc.
+type ChunkInfo struct {
+	ID     ID
+	Refs   uint64
+	Len    uint32
+	Stored uint32
+}
+
+// Problem is one piece of damage found by Check.
+type Problem struct {
+	ID     ID     // zero for a body without an index entry
+	Seq    uint64 // body key, when known
+	Detail string
+}
+
+func (p Problem) String() string {
+	if p.ID == (ID{}) {
+		return fmt.Sprintf("body %d: %s", p.Seq, p.Detail)
+	}
+	return fmt.Sprintf("chunk %s: %s", p.ID.Short(), p.Detail)
+}
+
+// Check verifies every chunk: index records decode, bodies exist, decode
+// and hash to their ID, and every body is reachable from the index. visit,
+// if not nil, receives each readable chunk so that a caller can compare
+// reference counts with its own references.
+func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
+	var problems []Problem
+	bodies := t.Bucket(bucketBodies)
+	reachable := make(map[uint64]bool)
+	var buf []byte
+	err := t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		var id ID
+		if len(k) != IDSize {
+			problems = append(problems, Problem{Detail: fmt.Sprintf("index key of %d bytes", len(k))})
+			return nil
+		}
+		copy(id[:], k)
+		e, err := decodeIndexEntry(v)
+		if err != nil {
+			problems = append(problems, Problem{ID: id, Detail: err.Error()})
+			return nil
+		}
+		reachable[e.Seq] = true
+		raw := bodies.Get(seqKey(e.Seq))
+		if raw == nil {
+			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "body missing"})
+			return nil
+		}
+		h, err := decodeBodyHeader(raw)
+		if err != nil {
+			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: err.Error()})
+			return nil
+		}
+		if h.ID != id {
+			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "body header names chunk " + h.ID.Short()})
+			return nil
+		}
+		out, err := decodeBody(raw, buf)
+		if err != nil {
+			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: err.Error()})
+			return nil
+		}
+		buf = out
+		if Sum(out) != id {
+			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "hash mismatch"})
+			return nil
+		}
+		if visit != nil {
+			visit(ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored})
+		}
+		return nil
+	})
+	if err != nil {
+		return problems, err
+	}
+	err = bodies.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			problems = append(problems, Problem{Detail: fmt.Sprintf("body key of %d bytes", len(k))})
+			return nil
+		}
+		seq := bytesToSeq(k)
+		if !reachable[seq] {
+			problems = append(problems, Problem{Seq: seq, Detail: "body not in the index (unreachable)"})
+		}
+		return nil
+	})
+	return problems, err
+}
+
+func bytesToSeq(k []byte) uint64 {
+	var s uint64
+	for _, b := range k {
+		s = s<<8 | uint64(b)
+	}
+	return s
+}
+
+// SetRefs rewrites a chunk's reference count; zero deletes the chunk. It is
+// for fsck --repair and gc, which compute the true count from the files.
+func (t *Tx) SetRefs(id ID, refs uint64) error {
+	idx := t.Bucket(bucketIndex)
+	v := idx.Get(id[:])
+	if v == nil {
+		return fmt.Errorf("set refs %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		// A damaged index record: drop the chunk entirely.
+		refs = 0
+	}
+	if refs == 0 {
+		if e.Seq != 0 {
+			if err := t.Bucket(bucketBodies).Delete(seqKey(e.Seq)); err != nil {
+				return err
+			}
+		}
+		if err := idx.Delete(id[:]); err != nil {
+			return err
+		}
+		return t.RecomputeStats()
+	}
+	e.Refs = refs
+	if err := idx.Put(id[:], e.encode()); err != nil {
+		return err
+	}
+	return t.RecomputeStats()
+}
+
+// DeleteUnreachableBodies removes bodies that no index entry points to
+// and returns how many bytes they held.
+func (t *Tx) DeleteUnreachableBodies() (n int, bytesFreed uint64, err error) {
+	reachable := make(map[string]bool)
+	err = t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		if e, err := decodeIndexEntry(v); err == nil {
+			reachable[string(seqKey(e.Seq))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	var dead [][]byte
+	bodies := t.Bucket(bucketBodies)
+	err = bodies.ForEach(func(k, v []byte) error {
+		if !reachable[string(k)] {
+			dead = append(dead, bytes.Clone(k))
+			bytesFreed += uint64(len(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, k := range dead {
+		if err := bodies.Delete(k); err != nil {
+			return 0, 0, err
+		}
+	}
+	return len(dead), bytesFreed, nil
+}
+
+// DeleteChunk removes a chunk whatever its count (repair of a damaged one).
+func (t *Tx) DeleteChunk(id ID) error { return t.SetRefs(id, 0) }
+
+// RecomputeStats rebuilds the counters from the index.
+func (t *Tx) RecomputeStats() error {
+	var st Stats
+	err := t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		e, err := decodeIndexEntry(v)
+		if err != nil {
+			return nil
+		}
+		st.Chunks++
+		st.LogicalBytes += uint64(e.Len) * e.Refs
+		st.UniqueBytes += uint64(e.Len)
+		st.StoredBytes += uint64(e.Stored)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return t.Bucket(bucketMeta).Put(keyStats, st.encode())
+}
+
+// ForEachChunk visits the index without reading bodies.
+func (t *Tx) ForEachChunk(fn func(ChunkInfo) error) error {
+	return t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		e, err := decodeIndexEntry(v)
+		if err != nil || len(k) != IDSize {
+			return nil
+		}
+		var id ID
+		copy(id[:], k)
+		return fn(ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored})
+	})
+}

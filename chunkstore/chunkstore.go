@@ -1,0 +1,527 @@
+// Package chunkstore owns the workspace's bbolt file and the content-addressed
+// chunks inside it.
+//
+// A chunk is identified by the BLAKE3-256 hash of its plaintext. Bodies are
+// compressed with S2 when that saves at least an eighth, stored raw otherwise,
+// deduplicated and reference-counted. Bodies are keyed by a sequence number
+// so that bbolt appends them (random hash keys cost 2.6-4x write
+// amplification); a separate index maps hash to sequence number and count.
+//
+// The package knows nothing about files: the fs package keeps its own buckets
+// in the same bbolt file so that one transaction covers data and metadata, and
+// calls into this package with the transaction it holds (see Tx). The on-disk
+// format of every bucket, this package's and fs's, is documented in FORMAT.md.
+//
+// Invariants:
+//   - every index entry has refs >= 1 and points to a body whose header
+//     names the same hash; a chunk whose count drops to zero is deleted in
+//     the same transaction;
+//   - a body is returned to a caller only after its hash has been verified.
+package chunkstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/zeebo/blake3"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FormatVersion is the on-disk format this binary writes. Stores with an
+// older version are upgraded at open; newer ones are refused.
+const FormatVersion = 1
+
+// DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
+const DefaultChunkSize = 1 << 20
+
+// IDSize is the length of a chunk ID in bytes.
+const IDSize = 32
+
+// ID is the BLAKE3-256 hash of a chunk's plaintext.
+type ID [IDSize]byte
+
+// Sum returns the ID of data.
+func Sum(data []byte) ID { return ID(blake3.Sum256(data)) }
+
+func (id ID) String() string { return fmt.Sprintf("%x", id[:]) }
+
+// Short returns the first 12 hex digits, for log lines.
+func (id ID) Short() string { return fmt.Sprintf("%x", id[:6]) }
+
+// Errors reported by the store. ErrCorrupt wraps EIO so that the FUSE layer
+// can hand it to the kernel as it is.
+var (
+	ErrCorrupt      = fmt.Errorf("chunk store corrupt: %w", syscall.EIO)
+	ErrNotFound     = errors.New("chunk not found")
+	ErrInUse        = errors.New("workspace is in use by another process")
+	ErrNewerFormat  = errors.New("workspace was written by a newer computerfs")
+	ErrNotWorkspace = errors.New("not a computerfs workspace")
+)
+
+// Bucket names. The fs package's buckets are declared there; all of them
+// are described in FORMAT.md.
+var (
+	bucketMeta   = []byte("meta")
+	bucketBodies = []byte("chunks")
+	bucketIndex  = []byte("chunkidx")
+)
+
+// Keys in the meta bucket owned by this package.
+var (
+	keyFormat    = []byte("format")
+	keyChunkSize = []byte("chunk_size")
+	keyCreated   = []byte("created")
+	keyStats     = []byte("chunk_stats")
+	keyMagic     = []byte("magic")
+)
+
+const magic = "computerfs workspace"
+
+// Options configure Open.
+type Options struct {
+	// ChunkSize is used only when the store is created.
+	ChunkSize int
+	// ReadOnly opens the file without taking the writer lock.
+	ReadOnly bool
+	// Logger receives corruption reports; slog.Default() if nil.
+	Logger *slog.Logger
+	// LockTimeout bounds the wait for another process's lock; 200ms if 0.
+	LockTimeout time.Duration
+	// MustExist refuses to create a new store (tools that inspect one).
+	MustExist bool
+}
+
+// Store is an open workspace file.
+type Store struct {
+	db        *bolt.DB
+	log       *slog.Logger
+	chunkSize int
+	path      string
+}
+
+// Open opens or creates the workspace file at path. A file held by another
+// process is refused with ErrInUse; a file that is not a workspace, or is
+// damaged, is refused with a descriptive error rather than a panic.
+func Open(path string, opts Options) (s *Store, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ChunkSize == 0 {
+		opts.ChunkSize = DefaultChunkSize
+	}
+	if opts.ChunkSize < 4096 || opts.ChunkSize > 4<<20 || opts.ChunkSize&(opts.ChunkSize-1) != 0 {
+		return nil, fmt.Errorf("open %s: chunk size %d must be a power of two between 4 KiB and 4 MiB", path, opts.ChunkSize)
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 200 * time.Millisecond
+	}
+	if err := precheck(path); err != nil {
+		return nil, err
+	}
+	if opts.MustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	// bbolt panics on some damaged files instead of returning an error;
+	// turn that into an error naming the file.
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("open %s: %w: %v", path, ErrNotWorkspace, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 1 << 30,
+		ReadOnly:        opts.ReadOnly,
+		NoGrowSync:      false,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			return nil, fmt.Errorf("open %s: %w (another computerfs holds it; unmount it first)", path, ErrInUse)
+		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
+			return nil, fmt.Errorf("open %s: %w: %w", path, ErrNotWorkspace, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.AllocSize = 64 << 20
+	db.MaxBatchDelay = 0
+	s = &Store{db: db, log: opts.Logger, path: path}
+	if err := s.init(opts); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// precheck rejects files bbolt would misread: too short to hold its two
+// meta pages. An empty or missing file is a new store.
+func precheck(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("open %s: %w: is a directory", path, ErrNotWorkspace)
+	}
+	if st.Size() > 0 && st.Size() < 2*4096 {
+		return fmt.Errorf("open %s: %w: file is truncated (%d bytes)", path, ErrNotWorkspace, st.Size())
+	}
+	return nil
+}
+
+func (s *Store) init(opts Options) error {
+	if opts.ReadOnly {
+		return s.db.View(func(tx *bolt.Tx) error { return s.loadMeta(tx, false) })
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			if tx.Bucket(bucketBodies) != nil || len(bucketNames(tx)) > 0 {
+				return fmt.Errorf("%w: bbolt file without a computerfs meta bucket", ErrNotWorkspace)
+			}
+			return s.create(tx, opts.ChunkSize)
+		}
+		return s.loadMeta(tx, true)
+	})
+}
+
+func bucketNames(tx *bolt.Tx) []string {
+	var names []string
+	tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, string(name))
+		return nil
+	})
+	return names
+}
+
+func (s *Store) create(tx *bolt.Tx, chunkSize int) error {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketBodies, bucketIndex} {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	put := func(k []byte, v []byte) {
+		if err == nil {
+			err = meta.Put(k, v)
+		}
+	}
+	put(keyMagic, []byte(magic))
+	put(keyFormat, binary.BigEndian.AppendUint32(nil, FormatVersion))
+	put(keyChunkSize, binary.BigEndian.AppendUint32(nil, uint32(chunkSize)))
+	put(keyCreated, binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixNano())))
+	put(keyStats, Stats{}.encode())
+	s.chunkSize = chunkSize
+	return err
+}
+
+// migrations[v] upgrades a store from format v to v+1 inside one
+// transaction. Empty while only format 1 exists; a new format adds its step
+// here and bumps FormatVersion.
+var migrations = map[uint32]func(tx *bolt.Tx) error{}
+
+func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return fmt.Errorf("%w: no meta bucket", ErrNotWorkspace)
+	}
+	if string(meta.Get(keyMagic)) != magic {
+		return fmt.Errorf("%w: bad magic", ErrNotWorkspace)
+	}
+	fv := meta.Get(keyFormat)
+	if len(fv) != 4 {
+		return fmt.Errorf("%w: bad format version record", ErrNotWorkspace)
+	}
+	version := binary.BigEndian.Uint32(fv)
+	if version > FormatVersion {
+		return fmt.Errorf("%w: format version %d, this binary reads up to %d; upgrade computerfs", ErrNewerFormat, version, FormatVersion)
+	}
+	if version < FormatVersion {
+		if !writable {
+			return fmt.Errorf("format version %d needs an upgrade to %d: open it read-write once", version, FormatVersion)
+		}
+		for v := version; v < FormatVersion; v++ {
+			step, ok := migrations[v]
+			if !ok {
+				return fmt.Errorf("no upgrade path from format version %d", v)
+			}
+			if err := step(tx); err != nil {
+				return fmt.Errorf("upgrade format %d to %d: %w", v, v+1, err)
+			}
+		}
+		if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, FormatVersion)); err != nil {
+			return err
+		}
+	}
+	cs := meta.Get(keyChunkSize)
+	if len(cs) != 4 {
+		return fmt.Errorf("%w: bad chunk size record", ErrNotWorkspace)
+	}
+	s.chunkSize = int(binary.BigEndian.Uint32(cs))
+	if s.chunkSize < 4096 || s.chunkSize > 4<<20 {
+		return fmt.Errorf("%w: chunk size %d out of range", ErrNotWorkspace, s.chunkSize)
+	}
+	if tx.Bucket(bucketBodies) == nil || tx.Bucket(bucketIndex) == nil {
+		return fmt.Errorf("%w: chunk buckets missing", ErrNotWorkspace)
+	}
+	return nil
+}
+
+// Close closes the file. Committed transactions are already durable.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the workspace file's path.
+func (s *Store) Path() string { return s.path }
+
+// ChunkSize is the fixed chunk size recorded in the store.
+func (s *Store) ChunkSize() int { return s.chunkSize }
+
+// DB exposes the bbolt handle so that fs can keep its buckets in the same
+// transactions. Callers must not touch this package's buckets directly.
+func (s *Store) DB() *bolt.DB { return s.db }
+
+// Update runs fn in a read-write transaction that is fsync'd on commit.
+func (s *Store) Update(fn func(tx *Tx) error) error {
+	return s.db.Update(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(fn func(tx *Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
+}
+
+// Wrap gives chunk operations on a transaction the caller already holds.
+func (s *Store) Wrap(btx *bolt.Tx) *Tx { return &Tx{Tx: btx, s: s} }
+
+// Tx is a bbolt transaction with chunk operations.
+type Tx struct {
+	*bolt.Tx
+	s *Store
+}
+
+// Codecs of a stored body.
+const (
+	CodecRaw byte = 0
+	CodecS2  byte = 1
+)
+
+// Prepared is a chunk hashed and compressed, ready to be put. Preparing is
+// the expensive part and happens off the commit path (see Prepare).
+type Prepared struct {
+	ID    ID
+	Len   int    // plaintext length
+	Codec byte   // CodecRaw or CodecS2
+	Body  []byte // stored bytes
+}
+
+// Prepare hashes data and compresses it into scratch (which may be nil).
+// Data is kept raw unless compression saves at least an eighth. The
+// returned Body may alias data or scratch.
+func Prepare(data, scratch []byte) Prepared {
+	p := Prepared{ID: Sum(data), Len: len(data), Codec: CodecRaw, Body: data}
+	if len(data) < 64 {
+		return p
+	}
+	if need := s2.MaxEncodedLen(len(data)); cap(scratch) < need {
+		scratch = make([]byte, need)
+	}
+	enc := s2.Encode(scratch[:cap(scratch)], data)
+	if len(enc) <= len(data)-len(data)/8 {
+		p.Codec, p.Body = CodecS2, enc
+	}
+	return p
+}
+
+// Has reports whether the chunk is stored.
+func (t *Tx) Has(id ID) bool { return t.Bucket(bucketIndex).Get(id[:]) != nil }
+
+// Put stores the chunk with one reference, or adds a reference if it is
+// already stored (deduplication). It reports whether the body was new.
+func (t *Tx) Put(p *Prepared) (stored bool, err error) {
+	idx := t.Bucket(bucketIndex)
+	if v := idx.Get(p.ID[:]); v != nil {
+		e, err := decodeIndexEntry(v)
+		if err != nil {
+			return false, t.corrupt(p.ID, err)
+		}
+		e.Refs++
+		if err := idx.Put(p.ID[:], e.encode()); err != nil {
+			return false, err
+		}
+		return false, t.adjustStats(func(st *Stats) { st.LogicalBytes += uint64(e.Len) })
+	}
+	bodies := t.Bucket(bucketBodies)
+	seq, err := bodies.NextSequence()
+	if err != nil {
+		return false, err
+	}
+	e := indexEntry{Seq: seq, Refs: 1, Len: uint32(p.Len), Stored: uint32(len(p.Body))}
+	val := make([]byte, 0, bodyHeaderSize+len(p.Body))
+	val = bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}.append(val)
+	val = append(val, p.Body...)
+	if err := bodies.Put(seqKey(seq), val); err != nil {
+		return false, err
+	}
+	if err := idx.Put(p.ID[:], e.encode()); err != nil {
+		return false, err
+	}
+	return true, t.adjustStats(func(st *Stats) {
+		st.Chunks++
+		st.LogicalBytes += uint64(p.Len)
+		st.UniqueBytes += uint64(p.Len)
+		st.StoredBytes += uint64(len(p.Body))
+	})
+}
+
+// Ref adds a reference to a stored chunk (copy_file_range, hard copies).
+func (t *Tx) Ref(id ID) error {
+	idx := t.Bucket(bucketIndex)
+	v := idx.Get(id[:])
+	if v == nil {
+		return fmt.Errorf("ref %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return t.corrupt(id, err)
+	}
+	e.Refs++
+	if err := idx.Put(id[:], e.encode()); err != nil {
+		return err
+	}
+	return t.adjustStats(func(st *Stats) { st.LogicalBytes += uint64(e.Len) })
+}
+
+// Unref drops a reference; the last one deletes the chunk in this
+// transaction, so no unreferenced chunk outlives a commit.
+func (t *Tx) Unref(id ID) error {
+	idx := t.Bucket(bucketIndex)
+	v := idx.Get(id[:])
+	if v == nil {
+		return fmt.Errorf("unref %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return t.corrupt(id, err)
+	}
+	if e.Refs > 1 {
+		e.Refs--
+		if err := idx.Put(id[:], e.encode()); err != nil {
+			return err
+		}
+		return t.adjustStats(func(st *Stats) { st.LogicalBytes -= uint64(e.Len) })
+	}
+	if err := t.Bucket(bucketBodies).Delete(seqKey(e.Seq)); err != nil {
+		return err
+	}
+	if err := idx.Delete(id[:]); err != nil {
+		return err
+	}
+	return t.adjustStats(func(st *Stats) {
+		st.Chunks--
+		st.LogicalBytes -= uint64(e.Len)
+		st.UniqueBytes -= uint64(e.Len)
+		st.StoredBytes -= uint64(e.Stored)
+	})
+}
+
+// Refs returns the reference count of a stored chunk, 0 if absent.
+func (t *Tx) Refs(id ID) (uint64, error) {
+	v := t.Bucket(bucketIndex).Get(id[:])
+	if v == nil {
+		return 0, nil
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return 0, t.corrupt(id, err)
+	}
+	return e.Refs, nil
+}
+
+// Get returns the verified plaintext of a chunk, decompressed into dst if
+// it has room (dst may be nil). The result never aliases the mmap, so it
+// stays valid after the transaction ends. A hash mismatch is logged and
+// returned as ErrCorrupt (EIO).
+func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
+	v := t.Bucket(bucketIndex).Get(id[:])
+	if v == nil {
+		return nil, fmt.Errorf("get %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return nil, t.corrupt(id, err)
+	}
+	raw := t.Bucket(bucketBodies).Get(seqKey(e.Seq))
+	if raw == nil {
+		return nil, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
+	}
+	out, err := decodeBody(raw, dst)
+	if err != nil {
+		return nil, t.corrupt(id, err)
+	}
+	if got := Sum(out); got != id {
+		return nil, t.corrupt(id, fmt.Errorf("hash mismatch: body hashes to %s", got.Short()))
+	}
+	return out, nil
+}
+
+func (t *Tx) corrupt(id ID, cause error) error {
+	t.s.log.Error("corrupt chunk", "chunk", id.String(), "store", t.s.path, "err", cause)
+	return fmt.Errorf("chunk %s: %w: %w", id.Short(), ErrCorrupt, cause)
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// decodeBody decompresses a stored body value into dst.
+func decodeBody(raw, dst []byte) ([]byte, error) {
+	h, err := decodeBodyHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	body := raw[bodyHeaderSize:]
+	switch h.Codec {
+	case CodecRaw:
+		if len(body) != int(h.Len) {
+			return nil, fmt.Errorf("raw body is %d bytes, header says %d", len(body), h.Len)
+		}
+		if cap(dst) < len(body) {
+			dst = make([]byte, len(body))
+		}
+		dst = dst[:len(body)]
+		copy(dst, body)
+		return dst, nil
+	case CodecS2:
+		n, err := s2.DecodedLen(body)
+		if err != nil {
+			return nil, fmt.Errorf("s2 body: %w", err)
+		}
+		if n != int(h.Len) {
+			return nil, fmt.Errorf("s2 body decodes to %d bytes, header says %d", n, h.Len)
+		}
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		out, err := s2.Decode(dst[:n], body)
+		if err != nil {
+			return nil, fmt.Errorf("s2 body: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown codec %d", h.Codec)
+}

@@ -1,0 +1,162 @@
+// Command computerfs is the workspace daemon and its command-line tools:
+// mount a workspace, check it, collect its garbage and report on it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+)
+
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env carries what every command writes to; nothing global.
+type env struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+}
+
+func allCommands() []command {
+	return []command{
+		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (created if missing) and serve it until unmounted", cmdMount},
+		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
+		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
+		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
+		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
+		{"limit", "WORKSPACE [SIZE]", "show or change the workspace size limit", cmdLimit},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "computerfs: a durable, content-addressed workspace mounted with FUSE\n\nUsage:\n")
+	for _, c := range allCommands() {
+		fmt.Fprintf(w, "  computerfs %-7s %-26s %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'computerfs COMMAND --help' for a command's options.\n")
+}
+
+func main() {
+	e := &env{stdout: os.Stdout, stderr: os.Stderr}
+	e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	os.Exit(run(context.Background(), e, os.Args[1:]))
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("COMPUTERFS_LOG"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range allCommands() {
+		if c.name == args[0] {
+			err := c.run(ctx, e, args[1:])
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "computerfs %s: %v\n", c.name, err)
+				var ec exitCode
+				if errors.As(err, &ec) {
+					return int(ec)
+				}
+				return 1
+			}
+			return 0
+		}
+	}
+	names := make([]string, len(allCommands()))
+	for i, c := range allCommands() {
+		names[i] = c.name
+	}
+	sort.Strings(names)
+	fmt.Fprintf(e.stderr, "computerfs: unknown command %q (commands: %s)\n", args[0], strings.Join(names, ", "))
+	return 2
+}
+
+// exitCode lets a command choose its exit status along with its message.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// newFlags makes a FlagSet whose --help prints the command's usage.
+func newFlags(e *env, name, args, summary string) *flag.FlagSet {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(e.stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: computerfs %s [options] %s\n\n%s\n\nOptions:\n", name, args, summary)
+		fl.PrintDefaults()
+	}
+	return fl
+}
+
+func commandInfo(name string) (string, string) {
+	for _, c := range allCommands() {
+		if c.name == name {
+			return c.args, c.summary
+		}
+	}
+	return "", ""
+}
+
+func parse(e *env, name string, args []string, setup func(*flag.FlagSet)) (*flag.FlagSet, error) {
+	a, s := commandInfo(name)
+	fl := newFlags(e, name, a, s)
+	if setup != nil {
+		setup(fl)
+	}
+	if err := fl.Parse(interleave(fl, args)); err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+// interleave moves flags after positional arguments to the front, so that
+// "computerfs mount ws mnt --daemon" works as users expect.
+func interleave(fl *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") {
+				if f := fl.Lookup(name); f != nil {
+					if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !bf.IsBoolFlag() {
+						if i+1 < len(args) {
+							flags = append(flags, args[i+1])
+							i++
+						}
+					}
+				}
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}

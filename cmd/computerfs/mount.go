@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/fusefs"
+)
+
+// readyFDEnv names the descriptor on which a --daemon child reports that
+// its mount is live (or why it failed).
+const readyFDEnv = "COMPUTERFS_READY_FD"
+
+func defaultHome() string {
+	if h := os.Getenv("COMPUTERFS_HOME"); h != "" {
+		return h
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/tmp"
+	}
+	return filepath.Join(home, ".local", "share", "computerfs")
+}
+
+func defaultMountpoint() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/tmp"
+	}
+	return filepath.Join(home, "computerfs")
+}
+
+func cmdMount(ctx context.Context, e *env, args []string) error {
+	var (
+		daemon     bool
+		limitStr   string
+		debug      bool
+		allowOther string
+	)
+	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
+		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
+		fl.BoolVar(&debug, "debug", false, "log every FUSE request")
+		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks: yes, no, or auto (yes as root)")
+	})
+	if err != nil {
+		return err
+	}
+	ws := filepath.Join(defaultHome(), "default.cfs")
+	mnt := defaultMountpoint()
+	switch fl.NArg() {
+	case 0:
+	case 1:
+		ws = fl.Arg(0)
+	case 2:
+		ws, mnt = fl.Arg(0), fl.Arg(1)
+	default:
+		fl.Usage()
+		return exitCode(2)
+	}
+	var limit uint64
+	if limitStr != "" {
+		if limit, err = parseSize(limitStr); err != nil {
+			return err
+		}
+	}
+	other := os.Geteuid() == 0
+	switch allowOther {
+	case "yes", "true":
+		other = true
+	case "no", "false":
+		other = false
+	case "auto":
+	default:
+		return fmt.Errorf("--allow-other: want yes, no or auto, not %q", allowOther)
+	}
+	if daemon {
+		return startDaemon(e, args)
+	}
+	ready := readyReporter()
+	err = serve(ctx, e, ws, mnt, limit, other, debug, ready)
+	if err != nil {
+		ready(err)
+	}
+	return err
+}
+
+// readyReporter returns how to tell a waiting parent the outcome: a nil
+// error means the mount is live.
+func readyReporter() func(error) {
+	fdStr := os.Getenv(readyFDEnv)
+	if fdStr == "" {
+		return func(error) {}
+	}
+	os.Unsetenv(readyFDEnv)
+	var fd int
+	fmt.Sscan(fdStr, &fd)
+	f := os.NewFile(uintptr(fd), "ready")
+	done := false
+	return func(err error) {
+		if done || f == nil {
+			return
+		}
+		done = true
+		if err == nil {
+			fmt.Fprintln(f, "ok")
+		} else {
+			fmt.Fprintln(f, "error:", err)
+		}
+		f.Close()
+	}
+}
+
+func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther, debug bool, ready func(error)) error {
+	if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return fmt.Errorf("mountpoint %s: %w", mnt, err)
+	}
+	f, err := fs.Open(ws, fs.Options{Limit: limit, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	if limit != 0 {
+		if cur, _ := f.Limit(); cur != limit {
+			f.SetLimit(limit)
+		}
+	}
+	abs, _ := filepath.Abs(ws)
+	srv, err := fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
+	e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther)
+	ready(nil)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case s := <-sigs:
+		e.log.Info("unmounting", "signal", s.String())
+		if err := srv.Unmount(); err != nil {
+			e.log.Error("unmount", "mountpoint", mnt, "err", err)
+		}
+	case <-srv.Done():
+		e.log.Info("unmounted from outside", "mountpoint", mnt)
+	case <-ctx.Done():
+		srv.Unmount()
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", ws, err)
+	}
+	e.log.Info("workspace closed", "workspace", ws)
+	return nil
+}
+
+// startDaemon re-runs this command in a new session without --daemon and
+// waits until the child reports its mount live.
+func startDaemon(e *env, args []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	var childArgs []string
+	for _, a := range args {
+		if a != "--daemon" && a != "-daemon" && a != "--daemon=true" && a != "-daemon=true" {
+			childArgs = append(childArgs, a)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	logPath := filepath.Join(defaultHome(), "daemon.log")
+	os.MkdirAll(filepath.Dir(logPath), 0o700)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("daemon log %s: %w", logPath, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(self, append([]string{"mount"}, childArgs...)...)
+	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	w.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		switch {
+		case s == "ok":
+			fmt.Fprintf(e.stdout, "computerfs: daemon %d serving; log in %s\n", cmd.Process.Pid, logPath)
+			cmd.Process.Release()
+			return nil
+		case strings.HasPrefix(s, "error: "):
+			cmd.Wait()
+			return errors.New(strings.TrimPrefix(s, "error: "))
+		default:
+			cmd.Wait()
+			return fmt.Errorf("daemon exited before mounting; see %s", logPath)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("daemon did not mount within 60s; see %s", logPath)
+	}
+}
+
+func cmdUmount(ctx context.Context, e *env, args []string) error {
+	fl, err := parse(e, "umount", args, nil)
+	if err != nil {
+		return err
+	}
+	if fl.NArg() != 1 {
+		fl.Usage()
+		return exitCode(2)
+	}
+	mnt := fl.Arg(0)
+	if err := syscall.Unmount(mnt, 0); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			if out, ferr := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); ferr != nil {
+				return fmt.Errorf("unmount %s: %v: %s", mnt, err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/fs"
+)
+
+func oneWorkspace(e *env, name string, args []string, setup func(*flag.FlagSet)) (string, error) {
+	fl, err := parse(e, name, args, setup)
+	if err != nil {
+		return "", err
+	}
+	if fl.NArg() != 1 {
+		fl.Usage()
+		return "", exitCode(2)
+	}
+	return fl.Arg(0), nil
+}
+
+func openStore(e *env, path string) (*chunkstore.Store, error) {
+	return chunkstore.Open(path, chunkstore.Options{Logger: e.log, MustExist: true})
+}
+
+func cmdFsck(ctx context.Context, e *env, args []string) error {
+	var repair, asJSON bool
+	ws, err := oneWorkspace(e, "fsck", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&repair, "repair", false, "fix what can be fixed safely")
+		fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	})
+	if err != nil {
+		return err
+	}
+	st, err := openStore(e, ws)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := fs.Check(st, repair)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", ws, err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		fmt.Fprintf(e.stdout, "%s: %d inodes, %d entries, %d chunk references, %d chunks\n", ws, rep.Inodes, rep.Dirents, rep.FileChunks, rep.Chunks.Chunks)
+		for _, p := range rep.Problems {
+			fmt.Fprintf(e.stdout, "damage: %s\n", p)
+		}
+		for _, r := range rep.Repaired {
+			fmt.Fprintf(e.stdout, "repaired: %s\n", r)
+		}
+		if rep.Clean() {
+			fmt.Fprintln(e.stdout, "clean")
+		}
+	}
+	if !rep.Clean() {
+		if repair {
+			return fmt.Errorf("%d problems found, %d repairs made: run fsck again to confirm", len(rep.Problems), len(rep.Repaired))
+		}
+		return fmt.Errorf("%d problems found (run with --repair to fix what is safe)", len(rep.Problems))
+	}
+	return nil
+}
+
+func cmdStats(ctx context.Context, e *env, args []string) error {
+	var asJSON bool
+	ws, err := oneWorkspace(e, "stats", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&asJSON, "json", false, "print as JSON")
+	})
+	if err != nil {
+		return err
+	}
+	st, err := openStore(e, ws)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	info, err := fs.Info(st)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	c := info.Chunks
+	fmt.Fprintf(e.stdout, "workspace      %s\n", ws)
+	fmt.Fprintf(e.stdout, "format         %d, chunk size %s\n", info.FormatVersion, formatSize(uint64(info.ChunkSize)))
+	fmt.Fprintf(e.stdout, "limit          %s (%s used, %.1f%%)\n", formatSize(info.LimitBytes), formatSize(c.UniqueBytes), 100*float64(c.UniqueBytes)/float64(max(info.LimitBytes, 1)))
+	fmt.Fprintf(e.stdout, "inodes         %d\n", info.Inodes)
+	fmt.Fprintf(e.stdout, "chunks         %d\n", c.Chunks)
+	fmt.Fprintf(e.stdout, "logical bytes  %s (file data, every reference)\n", formatSize(c.LogicalBytes))
+	fmt.Fprintf(e.stdout, "unique bytes   %s (after deduplication, %.2fx)\n", formatSize(c.UniqueBytes), c.DedupRatio())
+	fmt.Fprintf(e.stdout, "stored bytes   %s (after compression, %.2fx)\n", formatSize(c.StoredBytes), c.CompressionRatio())
+	fmt.Fprintf(e.stdout, "file size      %s\n", formatSize(uint64(info.FileBytes)))
+	return nil
+}
+
+func cmdGC(ctx context.Context, e *env, args []string) error {
+	ws, err := oneWorkspace(e, "gc", args, nil)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(e, ws)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := fs.GC(st)
+	if err != nil {
+		return fmt.Errorf("gc %s: %w", ws, err)
+	}
+	fmt.Fprintf(e.stdout, "freed %d unreferenced chunks (%s), %d unreachable bodies (%s); corrected %d reference counts\n",
+		rep.ChunksFreed, formatSize(rep.BytesFreed), rep.BodiesFreed, formatSize(rep.BodyBytesFreed), rep.RefsCorrected)
+	return nil
+}
+
+func cmdLimit(ctx context.Context, e *env, args []string) error {
+	fl, err := parse(e, "limit", args, nil)
+	if err != nil {
+		return err
+	}
+	if fl.NArg() < 1 || fl.NArg() > 2 {
+		fl.Usage()
+		return exitCode(2)
+	}
+	ws := fl.Arg(0)
+	st, err := openStore(e, ws)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	if err != nil {
+		return err
+	}
+	if fl.NArg() == 2 {
+		limit, err := parseSize(fl.Arg(1))
+		if err != nil {
+			f.Close()
+			return err
+		}
+		f.SetLimit(limit)
+	}
+	limit, used := f.Limit()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "limit %s, used %s\n", formatSize(limit), formatSize(used))
+	return nil
+}

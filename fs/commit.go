@@ -1,0 +1,321 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+// snapshot is every uncommitted change at one instant, taken under mu.
+type snapshot struct {
+	seq     uint64
+	nextIno Ino
+	limit   uint64
+	hasLim  bool
+	inodes  []inodeSnap
+	entries []entrySnap
+	xattrs  []xattrSnap
+	truncs  []truncSnap
+	slots   []*slot
+	dead    []Ino
+}
+
+type inodeSnap struct {
+	attr   Attr
+	target string
+	gen    uint64
+}
+
+type entrySnap struct {
+	parent Ino
+	name   string
+	d      dirent
+	gen    uint64
+}
+
+type xattrSnap struct {
+	ino  Ino
+	name string
+	val  []byte
+	gen  uint64
+}
+
+type truncSnap struct {
+	ino  Ino
+	from uint64
+}
+
+func (s *snapshot) empty() bool {
+	return len(s.inodes)+len(s.entries)+len(s.xattrs)+len(s.truncs)+len(s.slots)+len(s.dead) == 0 && !s.hasLim
+}
+
+// committer is the one goroutine that writes to the store. It commits when
+// kicked (fsync, buffer pressure) and on every tick while changes wait.
+func (f *FS) committer() {
+	defer f.wg.Done()
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	var lastTickGen uint64
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-f.kick:
+		case <-tick.C:
+			f.mu.Lock()
+			// Seal slots nobody wrote since the last tick, so that data
+			// reaches the store without waiting for close.
+			for _, n := range f.dirty {
+				for _, s := range n.slots {
+					if s.state == slotDirty && s.gen <= lastTickGen {
+						f.sealLocked(s)
+					}
+				}
+			}
+			lastTickGen = f.gen
+			f.mu.Unlock()
+		}
+		f.commitOnce()
+	}
+}
+
+func (f *FS) takeSnapshotLocked() *snapshot {
+	f.snapTaken++
+	snap := &snapshot{seq: f.snapTaken, nextIno: f.nextIno}
+	if f.limitGen != 0 {
+		snap.limit, snap.hasLim = f.limit, true
+	}
+	for ino := range f.dead {
+		snap.dead = append(snap.dead, ino)
+		delete(f.dead, ino)
+	}
+	for ino, n := range f.dirty {
+		if n.attrGen != 0 {
+			snap.inodes = append(snap.inodes, inodeSnap{attr: n.attr, target: n.target, gen: n.attrGen})
+		}
+		for name, ch := range n.entries {
+			snap.entries = append(snap.entries, entrySnap{parent: ino, name: name, d: ch.d, gen: ch.gen})
+		}
+		for name, ch := range n.xattrs {
+			snap.xattrs = append(snap.xattrs, xattrSnap{ino: ino, name: name, val: ch.val, gen: ch.gen})
+		}
+		if n.trunc != noTrunc {
+			snap.truncs = append(snap.truncs, truncSnap{ino: ino, from: n.trunc})
+			n.truncCommitting = n.trunc
+			n.trunc = noTrunc
+		}
+		for _, s := range n.slots {
+			if s.state == slotPrepared {
+				s.state = slotCommitting
+				snap.slots = append(snap.slots, s)
+			}
+		}
+	}
+	return snap
+}
+
+func (f *FS) commitOnce() {
+	f.mu.Lock()
+	if f.broken != nil {
+		f.mu.Unlock()
+		return
+	}
+	snap := f.takeSnapshotLocked()
+	if snap.empty() {
+		f.snapDone = snap.seq
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+
+	var st chunkstore.Stats
+	err := f.store.Update(func(tx *chunkstore.Tx) error {
+		if err := f.apply(tx, snap); err != nil {
+			return err
+		}
+		var err error
+		st, err = tx.Stats()
+		return err
+	})
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.cond.Broadcast()
+	f.snapDone = snap.seq
+	if err != nil {
+		f.broken = fmt.Errorf("commit to %s failed, workspace is now read-only: %w", f.store.Path(), err)
+		f.log.Error("commit failed", "err", err)
+		return
+	}
+	f.used = st.UniqueBytes
+	f.cleanAfterCommitLocked(snap)
+}
+
+// apply writes a snapshot in one transaction. New chunk references are
+// added before old ones are dropped, so a chunk shared by a change and a
+// removal in the same snapshot survives.
+func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
+	var unref []chunkstore.ID
+	inodes := tx.Bucket(bucketInodes)
+	orphans := tx.Bucket(bucketOrphans)
+	for _, in := range snap.inodes {
+		k := inoKey(in.attr.Ino)
+		if err := inodes.Put(k, encodeInode(&in.attr, in.target)); err != nil {
+			return err
+		}
+		var err error
+		if in.attr.Nlink == 0 {
+			err = orphans.Put(k, nil)
+		} else {
+			err = orphans.Delete(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	dirents := tx.Bucket(bucketDirents)
+	for _, e := range snap.entries {
+		k := direntKey(e.parent, e.name)
+		var err error
+		if e.d.Ino == 0 {
+			err = dirents.Delete(k)
+		} else {
+			err = dirents.Put(k, encodeDirent(e.d))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	xattrs := tx.Bucket(bucketXattrs)
+	for _, x := range snap.xattrs {
+		k := xattrKey(x.ino, x.name)
+		var err error
+		if x.val == nil {
+			err = xattrs.Delete(k)
+		} else {
+			err = xattrs.Put(k, x.val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	chunks := tx.Bucket(bucketChunks)
+	for _, t := range snap.truncs {
+		c := chunks.Cursor()
+		prefix := inoKey(t.ino)
+		start := chunkKey(t.ino, t.from)
+		for k, v := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v = c.Seek(start) {
+			if len(v) == chunkstore.IDSize {
+				unref = append(unref, chunkstore.ID(v))
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range snap.slots {
+		k := chunkKey(s.ino, s.idx)
+		if v := chunks.Get(k); len(v) == chunkstore.IDSize {
+			unref = append(unref, chunkstore.ID(v))
+		}
+		switch {
+		case s.hole:
+			if err := chunks.Delete(k); err != nil {
+				return err
+			}
+			continue
+		case s.shared:
+			if err := tx.Ref(s.prep.ID); err != nil {
+				return fmt.Errorf("share chunk of inode %d: %w", s.ino, err)
+			}
+		default:
+			if _, err := tx.Put(&s.prep); err != nil {
+				return err
+			}
+		}
+		if err := chunks.Put(k, s.prep.ID[:]); err != nil {
+			return err
+		}
+	}
+	for _, ino := range snap.dead {
+		if err := deleteInode(tx, ino, &unref); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
+		return err
+	}
+	if snap.hasLim {
+		if err := meta.Put(keyLimit, inoKey(Ino(snap.limit))); err != nil {
+			return err
+		}
+	}
+	for _, id := range unref {
+		if err := tx.Unref(id); err != nil {
+			if errors.Is(err, chunkstore.ErrNotFound) {
+				f.log.Error("dropping a reference to a missing chunk", "chunk", id.String())
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanAfterCommitLocked drops the overlays a commit made durable, unless
+// they changed again since the snapshot.
+func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
+	if snap.hasLim && f.limitGen != 0 && f.limit == snap.limit {
+		f.limitGen = 0
+	}
+	touched := make(map[Ino]*node)
+	for _, in := range snap.inodes {
+		if n := f.nodes[in.attr.Ino]; n != nil {
+			if n.attrGen == in.gen {
+				n.attrGen = 0
+			}
+			touched[in.attr.Ino] = n
+		}
+	}
+	for _, e := range snap.entries {
+		if n := f.nodes[e.parent]; n != nil {
+			if ch := n.entries[e.name]; ch != nil && ch.gen == e.gen {
+				delete(n.entries, e.name)
+			}
+			touched[e.parent] = n
+		}
+	}
+	for _, x := range snap.xattrs {
+		if n := f.nodes[x.ino]; n != nil {
+			if ch := n.xattrs[x.name]; ch != nil && ch.gen == x.gen {
+				delete(n.xattrs, x.name)
+			}
+			touched[x.ino] = n
+		}
+	}
+	for _, t := range snap.truncs {
+		if n := f.nodes[t.ino]; n != nil {
+			n.truncCommitting = noTrunc
+			touched[t.ino] = n
+		}
+	}
+	for _, s := range snap.slots {
+		n := f.nodes[s.ino]
+		if !s.superseded && n != nil && n.slots[s.idx] == s {
+			delete(n.slots, s.idx)
+			touched[s.ino] = n
+		}
+		f.putBufLocked(s.buf)
+		s.buf = nil
+	}
+	for ino, n := range touched {
+		if !n.isDirty() {
+			delete(f.dirty, ino)
+			f.maybeForgetLocked(n)
+		}
+	}
+}

@@ -1,0 +1,596 @@
+package fs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"syscall"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+type slotState uint8
+
+const (
+	slotDirty      slotState = iota // buf is being written
+	slotSealed                      // with a worker; buf immutable
+	slotPrepared                    // hashed and compressed, waiting for a commit
+	slotCommitting                  // in a commit's snapshot
+)
+
+// slot is one chunk of a file that differs from the store.
+type slot struct {
+	ino        Ino
+	idx        uint64
+	state      slotState
+	gen        uint64
+	buf        []byte // chunk plaintext up to hi; nil for holes and shared chunks
+	hi         int    // bytes of buf in use: past it the chunk reads as zeros
+	prep       chunkstore.Prepared
+	hole       bool // all zeros: committed as the absence of a chunk
+	shared     bool // refers to a stored chunk by ID (copy_file_range)
+	superseded bool // replaced or dropped; buf returns to the pool when free
+}
+
+// reserveBufLocked makes sure a buffer can be taken without waiting, waiting
+// (and releasing mu) while the pool is exhausted.
+func (f *FS) reserveBufLocked(ctx context.Context) error {
+	for len(f.freeBufs) == 0 && f.bufCount >= f.bufMax {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.broken != nil {
+			return syscall.EIO
+		}
+		// Push everything dirty through the pipeline to free buffers.
+		for _, n := range f.dirty {
+			f.sealAllLocked(n)
+		}
+		f.kickCommit()
+		if err := f.waitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitLocked waits on cond, waking early when ctx is cancelled.
+func (f *FS) waitLocked(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	f.cond.Wait()
+	stop()
+	return ctx.Err()
+}
+
+func (f *FS) takeBufLocked() []byte {
+	if n := len(f.freeBufs); n > 0 {
+		b := f.freeBufs[n-1]
+		f.freeBufs = f.freeBufs[:n-1]
+		f.bufCount++
+		return b
+	}
+	f.bufCount++
+	return make([]byte, f.chunkSize)
+}
+
+func (f *FS) putBufLocked(b []byte) {
+	if b == nil {
+		return
+	}
+	f.bufCount--
+	if len(f.freeBufs) < f.bufMax {
+		f.freeBufs = append(f.freeBufs, b[:f.chunkSize])
+	}
+	f.cond.Broadcast()
+}
+
+// supersedeLocked retires a slot that is no longer the newest version of
+// its chunk. Its buffer is freed now, or by whoever still uses it.
+func (f *FS) supersedeLocked(s *slot) {
+	s.superseded = true
+	switch s.state {
+	case slotDirty, slotPrepared:
+		f.putBufLocked(s.buf)
+		s.buf = nil
+	}
+	// slotSealed: the worker frees it; slotCommitting: the committer does.
+}
+
+// sealLocked hands a dirty slot to the workers.
+func (f *FS) sealLocked(s *slot) {
+	if s.state != slotDirty {
+		return
+	}
+	s.state = slotSealed
+	f.pending++
+	select {
+	case f.jobs <- s:
+	default:
+		// The queue is full: prepare inline rather than block under mu.
+		f.prepareLocked(s)
+	}
+}
+
+func (f *FS) sealAllLocked(n *node) {
+	for _, s := range n.slots {
+		f.sealLocked(s)
+	}
+}
+
+func (f *FS) prepareLocked(s *slot) {
+	f.mu.Unlock()
+	p, hole := prepare(s.buf[:s.hi], nil)
+	f.mu.Lock()
+	f.finishPrepareLocked(s, p, hole)
+}
+
+// prepare hashes and compresses one chunk; all-zero chunks are holes.
+// Trailing zeros are not stored: a chunk's plaintext ends at its last
+// non-zero byte, so that a small file costs only its bytes.
+func prepare(buf, scratch []byte) (chunkstore.Prepared, bool) {
+	buf = trimZeros(buf)
+	if len(buf) == 0 {
+		return chunkstore.Prepared{}, true
+	}
+	p := chunkstore.Prepare(buf, scratch)
+	if p.Codec != chunkstore.CodecRaw {
+		p.Body = append([]byte(nil), p.Body...)
+	}
+	return p, false
+}
+
+func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
+	f.pending--
+	defer f.cond.Broadcast()
+	if s.superseded {
+		f.putBufLocked(s.buf)
+		s.buf = nil
+		return
+	}
+	s.state = slotPrepared
+	s.prep, s.hole = p, hole
+	if hole {
+		f.putBufLocked(s.buf)
+		s.buf = nil
+	}
+}
+
+func (f *FS) worker() {
+	defer f.wg.Done()
+	scratch := make([]byte, 0, f.chunkSize+f.chunkSize/4+64)
+	for {
+		select {
+		case <-f.stop:
+			return
+		case s := <-f.jobs:
+			p, hole := prepare(s.buf[:s.hi], scratch)
+			f.mu.Lock()
+			f.finishPrepareLocked(s, p, hole)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// trimZeros returns b without its trailing zero bytes.
+func trimZeros(b []byte) []byte {
+	n := len(b)
+	for n >= 8 && binary.NativeEndian.Uint64(b[n-8:n]) == 0 {
+		n -= 8
+	}
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return b[:n]
+}
+
+// storedChunkLocked returns the ID of chunk idx of n as committed, if any.
+func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error) {
+	if idx >= min(n.trunc, n.truncCommitting) {
+		return chunkstore.ID{}, false, nil
+	}
+	var id chunkstore.ID
+	var ok bool
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		v := tx.Bucket(bucketChunks).Get(chunkKey(n.attr.Ino, idx))
+		if v == nil {
+			return nil
+		}
+		if len(v) != chunkstore.IDSize {
+			return syscall.EIO
+		}
+		id, ok = chunkstore.ID(v), true
+		return nil
+	})
+	return id, ok, err
+}
+
+// loadChunk returns the verified plaintext of a stored chunk.
+func (f *FS) loadChunk(id chunkstore.ID) ([]byte, error) {
+	if b := f.cache.get(id); b != nil {
+		return b, nil
+	}
+	var out []byte
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		var err error
+		out, err = tx.Get(id, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.cache.put(id, out)
+	return out, nil
+}
+
+// dirtySlotLocked returns a writable slot for chunk idx holding its current
+// contents (from an older slot or from the store). The caller has reserved
+// a buffer. It may release mu while it reads the store.
+func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
+	old := n.slots[idx]
+	if old != nil && old.state == slotDirty {
+		return old, nil
+	}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
+	s.buf = f.takeBufLocked()
+	var data []byte
+	var err error
+	switch {
+	case old != nil && old.buf != nil:
+		data = old.buf[:old.hi]
+	case old != nil && old.shared:
+		data, err = f.loadChunkLocked(old.prep.ID)
+	case old != nil: // a hole
+	case idx*uint64(f.chunkSize) < n.attr.Size:
+		var id chunkstore.ID
+		var ok bool
+		id, ok, err = f.storedChunkLocked(n, idx)
+		if ok && err == nil {
+			data, err = f.loadChunkLocked(id)
+		}
+	}
+	if err != nil {
+		f.putBufLocked(s.buf)
+		return nil, err
+	}
+	s.hi = copy(s.buf, data)
+	if cur := n.slots[idx]; cur != old {
+		// Someone else made a slot while mu was released: use theirs.
+		f.putBufLocked(s.buf)
+		if cur != nil && cur.state == slotDirty {
+			return cur, nil
+		}
+		return nil, errRetry
+	}
+	if old != nil {
+		f.supersedeLocked(old)
+	}
+	if n.slots == nil {
+		n.slots = make(map[uint64]*slot)
+	}
+	n.slots[idx] = s
+	f.dirty[n.attr.Ino] = n
+	return s, nil
+}
+
+var errRetry = errors.New("retry")
+
+// writeSlot copies data into s at off, zero-filling any gap past hi.
+func (s *slot) write(off int, data []byte) {
+	if off > s.hi {
+		clear(s.buf[s.hi:off])
+	}
+	copy(s.buf[off:], data)
+	s.hi = max(s.hi, off+len(data))
+}
+
+// read copies the slot's bytes at off into out, zeros past hi.
+func (s *slot) read(off int, out []byte) {
+	m := 0
+	if off < s.hi {
+		m = copy(out, s.buf[off:s.hi])
+	}
+	clear(out[m:])
+}
+
+// wholeSlotLocked returns a fresh slot for a write that covers chunk idx
+// whole: its old contents are not needed.
+func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
+	old := n.slots[idx]
+	if old != nil && old.state == slotDirty {
+		return old
+	}
+	if old != nil {
+		f.supersedeLocked(old)
+	}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty, buf: f.takeBufLocked()}
+	if n.slots == nil {
+		n.slots = make(map[uint64]*slot)
+	}
+	n.slots[idx] = s
+	f.dirty[n.attr.Ino] = n
+	return s
+}
+
+// loadChunkLocked reads a stored chunk with mu released: decoding a chunk
+// is too slow to hold everyone up. Content addressing makes it safe.
+func (f *FS) loadChunkLocked(id chunkstore.ID) ([]byte, error) {
+	f.mu.Unlock()
+	defer f.mu.Lock()
+	return f.loadChunk(id)
+}
+
+// Write writes data at off (or at the end when appending) and returns the
+// bytes written. Full chunks are sealed at once; the rest wait for close,
+// fsync or the committer's tick.
+func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendMode bool) (int, error) {
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return 0, syscall.EROFS
+	}
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return 0, err
+	}
+	defer f.maybeForgetLocked(n)
+	if !n.attr.IsRegular() {
+		return 0, syscall.EINVAL
+	}
+	if appendMode {
+		off = int64(n.attr.Size)
+	}
+	cs := int64(f.chunkSize)
+	written := 0
+	for written < len(data) {
+		pos := off + int64(written)
+		idx := uint64(pos / cs)
+		inChunk := int(pos % cs)
+		piece := min(len(data)-written, int(cs)-inChunk)
+		if s := n.slots[idx]; s == nil || s.state != slotDirty {
+			if err := f.reserveBufLocked(ctx); err != nil {
+				return f.writeResult(written, err)
+			}
+			if f.usedLocked()+uint64(cs) > f.limit {
+				return f.writeResult(written, syscall.ENOSPC)
+			}
+			if appendMode && int64(n.attr.Size) != pos {
+				// The file grew while we waited for a buffer.
+				off = int64(n.attr.Size) - int64(written)
+				continue
+			}
+		}
+		var s *slot
+		if piece == int(cs) {
+			s = f.wholeSlotLocked(n, idx)
+		} else {
+			var err error
+			s, err = f.dirtySlotLocked(n, idx)
+			if err == errRetry {
+				continue
+			}
+			if err != nil {
+				return f.writeResult(written, err)
+			}
+		}
+		s.write(inChunk, data[written:written+piece])
+		s.gen = f.bump()
+		written += piece
+		if end := uint64(pos) + uint64(piece); end > n.attr.Size {
+			n.attr.Size = end
+		}
+		if inChunk+piece == int(cs) {
+			f.sealLocked(s)
+		}
+	}
+	f.touchLocked(n, true)
+	return written, nil
+}
+
+func (f *FS) writeResult(written int, err error) (int, error) {
+	if written > 0 {
+		return written, nil
+	}
+	return 0, err
+}
+
+// Read reads up to len(dest) bytes at off. Chunks not yet committed are read
+// from memory; committed ones are decoded and verified outside mu.
+func (f *FS) Read(ctx context.Context, ino Ino, off int64, dest []byte) (int, error) {
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	for attempt := 0; ; attempt++ {
+		n, retry, err := f.readOnce(ino, off, dest)
+		if !retry || attempt >= 5 {
+			return n, err
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+type pendingRead struct {
+	id      chunkstore.ID
+	dest    []byte
+	inChunk int
+}
+
+func (f *FS) readOnce(ino Ino, off int64, dest []byte) (int, bool, error) {
+	f.mu.Lock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		f.mu.Unlock()
+		return 0, false, err
+	}
+	if n.attr.IsDir() {
+		f.maybeForgetLocked(n)
+		f.mu.Unlock()
+		return 0, false, syscall.EISDIR
+	}
+	size := int64(n.attr.Size)
+	if off >= size {
+		f.maybeForgetLocked(n)
+		f.mu.Unlock()
+		return 0, false, nil
+	}
+	total := int(min(int64(len(dest)), size-off))
+	cs := int64(f.chunkSize)
+	var loads []pendingRead
+	for done := 0; done < total; {
+		pos := off + int64(done)
+		idx := uint64(pos / cs)
+		inChunk := int(pos % cs)
+		piece := min(total-done, int(cs)-inChunk)
+		out := dest[done : done+piece]
+		if s := n.slots[idx]; s != nil {
+			switch {
+			case s.buf != nil:
+				s.read(inChunk, out)
+			case s.shared:
+				loads = append(loads, pendingRead{id: s.prep.ID, dest: out, inChunk: inChunk})
+			default:
+				clear(out)
+			}
+		} else {
+			id, ok, err := f.storedChunkLocked(n, idx)
+			if err != nil {
+				f.mu.Unlock()
+				return 0, false, err
+			}
+			if ok {
+				loads = append(loads, pendingRead{id: id, dest: out, inChunk: inChunk})
+			} else {
+				clear(out)
+			}
+		}
+		done += piece
+	}
+	f.maybeForgetLocked(n)
+	f.mu.Unlock()
+	for _, l := range loads {
+		data, err := f.loadChunk(l.id)
+		if errors.Is(err, chunkstore.ErrNotFound) {
+			return 0, true, syscall.EIO // overwritten meanwhile: read again
+		}
+		if err != nil {
+			return 0, false, syscall.EIO
+		}
+		m := 0
+		if l.inChunk < len(data) {
+			m = copy(l.dest, data[l.inChunk:])
+		}
+		clear(l.dest[m:])
+	}
+	return total, false, nil
+}
+
+// truncateLocked sets the size of a regular file, dropping chunks past the
+// end and zeroing the tail of the last one.
+func (f *FS) truncateLocked(n *node, size uint64) error {
+	if size > f.limit*2+1<<40 {
+		return syscall.EFBIG
+	}
+	cs := uint64(f.chunkSize)
+	if size < n.attr.Size {
+		keep := (size + cs - 1) / cs // chunks [0, keep) survive
+		for idx, s := range n.slots {
+			if idx >= keep {
+				f.supersedeLocked(s)
+				delete(n.slots, idx)
+			}
+		}
+		n.trunc = min(n.trunc, keep)
+		f.bump()
+		f.dirty[n.attr.Ino] = n
+		if tail := size % cs; tail != 0 {
+			idx := size / cs
+			if err := f.reserveBufLocked(context.Background()); err != nil {
+				return err
+			}
+			s, err := f.dirtySlotLocked(n, idx)
+			for err == errRetry {
+				s, err = f.dirtySlotLocked(n, idx)
+			}
+			if err != nil {
+				return err
+			}
+			s.hi = min(s.hi, int(tail))
+			s.gen = f.bump()
+		}
+	}
+	n.attr.Size = size
+	f.touchLocked(n, true)
+	return nil
+}
+
+// Fsync makes the file's data and metadata durable: it seals its dirty
+// chunks, waits for them to be prepared, then for a commit taken after.
+func (f *FS) Fsync(ctx context.Context, ino Ino) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.nodes[ino]; n != nil {
+		f.sealAllLocked(n)
+		if err := f.waitPreparedLocked(ctx, n); err != nil {
+			return err
+		}
+	}
+	return f.waitCommitLocked(ctx)
+}
+
+// waitPreparedLocked waits until no slot of n (of any node if n is nil) is
+// with a worker.
+func (f *FS) waitPreparedLocked(ctx context.Context, n *node) error {
+	busy := func() bool {
+		if n == nil {
+			return f.pending > 0
+		}
+		for _, s := range n.slots {
+			if s.state == slotSealed {
+				return true
+			}
+		}
+		return false
+	}
+	for busy() {
+		if err := f.waitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitCommitLocked waits for a commit whose snapshot is taken from now on.
+func (f *FS) waitCommitLocked(ctx context.Context) error {
+	target := f.snapTaken + 1
+	f.kickCommit()
+	for f.snapDone < target {
+		if f.broken != nil {
+			return f.broken
+		}
+		if err := f.waitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	if f.broken != nil {
+		return f.broken
+	}
+	return nil
+}
+
+func (f *FS) kickCommit() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,381 @@
+// Package fs is the POSIX model of a workspace: inodes, directory entries,
+// chunk lists and extended attributes, kept in the same bbolt file as the
+// chunks so that one transaction covers data and metadata.
+//
+// It owns the fs buckets (inodes, dirents, fchunks, xattrs, orphans) and the
+// in-memory state in front of them. It knows nothing of FUSE or of gRPC: the
+// FUSE adapter and the file API are thin doors onto this package, so they
+// cannot disagree. It must not touch the chunkstore's buckets except through
+// chunkstore.Tx.
+//
+// # Design
+//
+// Every operation changes in-memory state first: a cache of nodes with
+// overlays of uncommitted changes (attributes, directory entries, xattrs,
+// chunk slots). One committer goroutine takes a consistent snapshot of all
+// changes under mu and writes it in a single bbolt transaction (group
+// commit); only then are the overlays dropped. So the store always holds a
+// state the filesystem really had, every read sees its own writes, and a
+// crash loses at most the changes since the last commit that no fsync
+// waited for.
+//
+// File data lives in fixed-size chunk slots (one per chunk index). A write
+// fills a slot's buffer; a full slot is sealed and handed to a worker pool
+// that hashes (BLAKE3) and compresses it off the request path; the
+// committer then stores the prepared chunk. All-zero chunks become holes.
+// Buffers come from a fixed pool: when it runs dry, writers wait while the
+// committer drains slots (backpressure), so memory is bounded.
+//
+// # Locking
+//
+// mu protects everything in memory. It is never held across a bbolt write
+// transaction or a chunk decode; bbolt read transactions of metadata may run
+// under it. Blocking waits use cond, which shares mu.
+//
+// # Durability
+//
+// Fsync seals the node's dirty slots, waits for them to be prepared, then
+// waits for a commit whose snapshot was taken after that: the bbolt commit
+// fsyncs the file. Close only seals, it does not wait.
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultLimit is the workspace size limit of new stores.
+const DefaultLimit = 10 << 30
+
+// Options configure Open.
+type Options struct {
+	// Limit is the workspace size limit in bytes, set when the store is
+	// created (DefaultLimit if 0). SetLimit changes it later.
+	Limit uint64
+	// ChunkSize applies only when the store is created.
+	ChunkSize int
+	// BufferBytes bounds the memory of in-flight chunk buffers (64 MiB if 0).
+	BufferBytes int
+	// CommitInterval is the longest a change waits for a commit when no
+	// fsync asks for one (100ms if 0).
+	CommitInterval time.Duration
+	// Workers hash and compress chunks (GOMAXPROCS if 0).
+	Workers int
+	Logger  *slog.Logger
+	// LockTimeout is passed to chunkstore.Open.
+	LockTimeout time.Duration
+}
+
+// Caller says who asks. Kernel is set by the FUSE adapter: the kernel then
+// holds a lookup reference on every entry returned, released by Forget.
+type Caller struct {
+	Uid, Gid uint32
+	Kernel   bool
+}
+
+// FS is an open workspace filesystem.
+type FS struct {
+	store     *chunkstore.Store
+	log       *slog.Logger
+	chunkSize int
+	interval  time.Duration
+
+	mu       sync.Mutex
+	cond     *sync.Cond // broadcast on every slot, buffer and commit change
+	nodes    map[Ino]*node
+	dirty    map[Ino]*node // nodes with changes not yet committed
+	dead     map[Ino]bool  // inodes to delete from the store at the next commit
+	gen      uint64        // bumped by every change; orders changes and snapshots
+	nextIno  Ino
+	limit    uint64
+	limitGen uint64 // gen of an uncommitted limit change, 0 if none
+	used     uint64 // unique plaintext bytes stored, as of the last commit
+	broken   error  // set when a commit failed: the workspace turns read-only
+
+	// buffers
+	freeBufs [][]byte
+	bufCount int // buffers allocated
+	bufMax   int
+	pending  int // slots sealed but not yet prepared
+
+	// commit pipeline
+	snapTaken uint64 // snapshots taken
+	snapDone  uint64 // snapshots committed (or failed)
+	kick      chan struct{}
+	jobs      chan *slot
+	cache     chunkCache
+
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// Open opens (or creates) the workspace at path and starts its committer and
+// workers. Close stops them.
+func Open(path string, opts Options) (*FS, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	store, err := chunkstore.Open(path, chunkstore.Options{ChunkSize: opts.ChunkSize, Logger: opts.Logger, LockTimeout: opts.LockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFS(store, opts)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
+	f := &FS{
+		store:     store,
+		log:       opts.Logger,
+		chunkSize: store.ChunkSize(),
+		interval:  opts.CommitInterval,
+		nodes:     make(map[Ino]*node),
+		dirty:     make(map[Ino]*node),
+		dead:      make(map[Ino]bool),
+		kick:      make(chan struct{}, 1),
+		jobs:      make(chan *slot, 1024),
+		stop:      make(chan struct{}),
+	}
+	f.cond = sync.NewCond(&f.mu)
+	f.cache.init(8)
+	if f.interval == 0 {
+		f.interval = 100 * time.Millisecond
+	}
+	bufBytes := opts.BufferBytes
+	if bufBytes == 0 {
+		bufBytes = 64 << 20
+	}
+	f.bufMax = max(bufBytes/f.chunkSize, 8)
+	if err := f.load(opts); err != nil {
+		return nil, err
+	}
+	workers := opts.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	for range workers {
+		f.wg.Add(1)
+		go f.worker()
+	}
+	f.wg.Add(1)
+	go f.committer()
+	return f, nil
+}
+
+// load creates the fs buckets and root of a new store, reads the counters of
+// an existing one, and deletes inodes left orphaned by a crash.
+func (f *FS) load(opts Options) error {
+	return f.store.Update(func(tx *chunkstore.Tx) error {
+		for _, name := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyNextIno); v == nil {
+			now := time.Now().UnixNano()
+			root := Attr{Ino: RootIno, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Btime: now, Parent: RootIno}
+			if err := tx.Bucket(bucketInodes).Put(inoKey(RootIno), encodeInode(&root, "")); err != nil {
+				return err
+			}
+			limit := opts.Limit
+			if limit == 0 {
+				limit = DefaultLimit
+			}
+			if err := meta.Put(keyLimit, inoKey(Ino(limit))); err != nil {
+				return err
+			}
+			if err := meta.Put(keyNextIno, inoKey(RootIno+1)); err != nil {
+				return err
+			}
+		}
+		next, ok := u64(meta.Get(keyNextIno))
+		if !ok || next <= uint64(RootIno) {
+			return fmt.Errorf("%w: bad next_ino record", chunkstore.ErrCorrupt)
+		}
+		f.nextIno = Ino(next)
+		limit, ok := u64(meta.Get(keyLimit))
+		if !ok {
+			return fmt.Errorf("%w: bad limit record", chunkstore.ErrCorrupt)
+		}
+		f.limit = limit
+		if tx.Bucket(bucketInodes).Get(inoKey(RootIno)) == nil {
+			return fmt.Errorf("%w: root inode missing", chunkstore.ErrCorrupt)
+		}
+		var orphans []Ino
+		tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
+			if len(k) == 8 {
+				orphans = append(orphans, keyIno(k))
+			}
+			return nil
+		})
+		var unref []chunkstore.ID
+		for _, ino := range orphans {
+			if err := deleteInode(tx, ino, &unref); err != nil {
+				return err
+			}
+		}
+		for _, id := range unref {
+			if err := tx.Unref(id); err != nil {
+				return fmt.Errorf("purge orphan chunks: %w", err)
+			}
+		}
+		if len(orphans) > 0 {
+			f.log.Info("purged orphaned inodes", "count", len(orphans))
+		}
+		st, err := tx.Stats()
+		if err != nil {
+			return err
+		}
+		f.used = st.UniqueBytes
+		return nil
+	})
+}
+
+// deleteInode removes an inode and everything keyed by it, collecting its
+// chunk references for the caller to drop after all new references exist.
+func deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) error {
+	prefix := inoKey(ino)
+	if err := deletePrefix(tx.Bucket(bucketChunks), prefix, func(v []byte) {
+		if len(v) == chunkstore.IDSize {
+			*unref = append(*unref, chunkstore.ID(v))
+		}
+	}); err != nil {
+		return err
+	}
+	if err := deletePrefix(tx.Bucket(bucketXattrs), prefix, nil); err != nil {
+		return err
+	}
+	// A directory is empty when it dies, but the removals of its entries
+	// may not have been committed: they go with it.
+	if err := deletePrefix(tx.Bucket(bucketDirents), prefix, nil); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketOrphans).Delete(prefix); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketInodes).Delete(prefix)
+}
+
+func deletePrefix(b *bolt.Bucket, prefix []byte, visit func(v []byte)) error {
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Seek(prefix) {
+		if visit != nil {
+			visit(v)
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasPrefix(k, prefix []byte) bool {
+	return len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix)
+}
+
+// Store gives read access to the underlying chunk store (stats, fsck).
+func (f *FS) Store() *chunkstore.Store { return f.store }
+
+// ChunkSize is the workspace's fixed chunk size.
+func (f *FS) ChunkSize() int { return f.chunkSize }
+
+// Close seals all data, commits it, drops orphans and closes the store.
+func (f *FS) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	for _, n := range f.nodes {
+		n.opens = 0
+		n.lookups = 0
+		f.maybeForgetLocked(n)
+	}
+	err := f.syncAllLocked(context.Background())
+	f.closed = true
+	f.mu.Unlock()
+	close(f.stop)
+	f.wg.Wait()
+	if cerr := f.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Sync commits every change made so far (syncfs).
+func (f *FS) Sync(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncAllLocked(ctx)
+}
+
+func (f *FS) syncAllLocked(ctx context.Context) error {
+	for _, n := range f.dirty {
+		f.sealAllLocked(n)
+	}
+	if err := f.waitPreparedLocked(ctx, nil); err != nil {
+		return err
+	}
+	return f.waitCommitLocked(ctx)
+}
+
+// Limit returns the workspace size limit and the bytes in use.
+func (f *FS) Limit() (limit, used uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limit, f.usedLocked()
+}
+
+// SetLimit changes the workspace size limit. It may be set below the bytes
+// in use: new allocations then fail with ENOSPC until space is freed.
+func (f *FS) SetLimit(limit uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limit = limit
+	f.limitGen = f.bump()
+	f.kickCommit()
+}
+
+func (f *FS) usedLocked() uint64 {
+	return f.used + uint64(f.bufCount)*uint64(f.chunkSize)
+}
+
+func (f *FS) bump() uint64 { f.gen++; return f.gen }
+
+func now() int64 { return time.Now().UnixNano() }
+
+// errno extracts the POSIX error number of err (EIO for foreign errors).
+func Errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return syscall.EINTR
+	}
+	return syscall.EIO
+}
+
+const maxName = 255
+const maxSymlink = 4095
+
+var noTrunc uint64 = math.MaxUint64

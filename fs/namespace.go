@@ -1,0 +1,588 @@
+package fs
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 || strings.IndexByte(name, 0) >= 0 {
+		return syscall.EINVAL
+	}
+	if len(name) > maxName {
+		return syscall.ENAMETOOLONG
+	}
+	return nil
+}
+
+// entryLocked finds name in directory d: the overlay first, then the store.
+func (f *FS) entryLocked(d *node, name string) (dirent, bool, error) {
+	if ch, ok := d.entries[name]; ok {
+		return ch.d, ch.d.Ino != 0, nil
+	}
+	var de dirent
+	var found bool
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		v := tx.Bucket(bucketDirents).Get(direntKey(d.attr.Ino, name))
+		if v == nil {
+			return nil
+		}
+		var err error
+		de, err = decodeDirent(v)
+		if err != nil {
+			f.log.Error("corrupt directory entry", "dir", d.attr.Ino, "name", name, "err", err)
+			return syscall.EIO
+		}
+		found = true
+		return nil
+	})
+	return de, found, err
+}
+
+func (f *FS) setEntryLocked(d *node, name string, de dirent) {
+	if d.entries == nil {
+		d.entries = make(map[string]*entryChange)
+	}
+	d.entries[name] = &entryChange{d: de, gen: f.bump()}
+	f.dirty[d.attr.Ino] = d
+}
+
+// dirLocked returns the node of a directory inode.
+func (f *FS) dirLocked(ino Ino) (*node, error) {
+	d, err := f.getNodeLocked(ino)
+	if err != nil {
+		return nil, err
+	}
+	if !d.attr.IsDir() {
+		return nil, syscall.ENOTDIR
+	}
+	if d.attr.Nlink == 0 {
+		return nil, syscall.ENOENT
+	}
+	return d, nil
+}
+
+// Lookup finds name in directory parent.
+func (f *FS) Lookup(c Caller, parent Ino, name string) (Attr, error) {
+	if len(name) > maxName {
+		return Attr{}, syscall.ENAMETOOLONG
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.dirLocked(parent)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(d)
+	switch name {
+	case ".":
+		return f.refLocked(c, d), nil
+	case "..":
+		p, err := f.getNodeLocked(d.attr.Parent)
+		if err != nil {
+			return Attr{}, err
+		}
+		return f.refLocked(c, p), nil
+	}
+	de, ok, err := f.entryLocked(d, name)
+	if err != nil {
+		return Attr{}, err
+	}
+	if !ok {
+		return Attr{}, syscall.ENOENT
+	}
+	n, err := f.getNodeLocked(de.Ino)
+	if err != nil {
+		if err == syscall.ENOENT {
+			f.log.Error("directory entry names a missing inode", "dir", parent, "name", name, "ino", de.Ino)
+			return Attr{}, syscall.EIO
+		}
+		return Attr{}, err
+	}
+	return f.refLocked(c, n), nil
+}
+
+// refLocked takes a kernel reference on n when the kernel asks.
+func (f *FS) refLocked(c Caller, n *node) Attr {
+	if c.Kernel {
+		n.lookups++
+	} else {
+		defer f.maybeForgetLocked(n)
+	}
+	return n.attr
+}
+
+// NewNode describes an inode to create.
+type NewNode struct {
+	Mode   uint32 // type and permission bits, stored exactly
+	Rdev   uint32
+	Target string // symlinks
+	// Tmpfile makes an unnamed regular file (O_TMPFILE), returned open:
+	// name is ignored, and Link can give it a name later.
+	Tmpfile bool
+}
+
+// Create makes a new inode named name in parent. Mode is stored as given:
+// the kernel has already applied the caller's umask.
+func (f *FS) Create(c Caller, parent Ino, name string, nn NewNode) (Attr, error) {
+	if nn.Tmpfile {
+		name, nn.Mode = "tmpfile", nn.Mode&^uint32(syscall.S_IFMT)|syscall.S_IFREG
+	}
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	switch nn.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK:
+	case syscall.S_IFLNK:
+		if len(nn.Target) > maxSymlink {
+			return Attr{}, syscall.ENAMETOOLONG
+		}
+		if nn.Target == "" {
+			return Attr{}, syscall.ENOENT
+		}
+	case 0:
+		nn.Mode |= syscall.S_IFREG
+	default:
+		return Attr{}, syscall.EINVAL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return Attr{}, syscall.EROFS
+	}
+	d, err := f.dirLocked(parent)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(d)
+	if !nn.Tmpfile {
+		if _, ok, err := f.entryLocked(d, name); err != nil {
+			return Attr{}, err
+		} else if ok {
+			return Attr{}, syscall.EEXIST
+		}
+	}
+	t := now()
+	a := Attr{Ino: f.nextIno, Mode: nn.Mode, Nlink: 1, Uid: c.Uid, Gid: c.Gid, Rdev: nn.Rdev, Atime: t, Mtime: t, Ctime: t, Btime: t}
+	f.nextIno++
+	if d.attr.Mode&syscall.S_ISGID != 0 {
+		// BSD group semantics of a setgid directory.
+		a.Gid = d.attr.Gid
+		if a.IsDir() {
+			a.Mode |= syscall.S_ISGID
+		}
+	}
+	if a.IsDir() {
+		a.Nlink = 2
+		a.Parent = d.attr.Ino
+		d.attr.Nlink++
+	}
+	if a.IsSymlink() {
+		a.Size = uint64(len(nn.Target))
+	}
+	n := &node{attr: a, target: nn.Target, trunc: noTrunc, truncCommitting: noTrunc}
+	f.nodes[a.Ino] = n
+	if nn.Tmpfile {
+		n.attr.Nlink, n.orphan, n.tmpfile = 0, true, true
+		n.opens++ // the caller's open handle; Release drops it
+		f.markDirtyLocked(n)
+		return f.refLocked(c, n), nil
+	}
+	f.markDirtyLocked(n)
+	f.setEntryLocked(d, name, dirent{Ino: a.Ino, Type: a.Mode & syscall.S_IFMT})
+	d.attr.Mtime, d.attr.Ctime = t, t
+	f.markDirtyLocked(d)
+	return f.refLocked(c, n), nil
+}
+
+// Readlink returns a symlink's target.
+func (f *FS) Readlink(ino Ino) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return "", err
+	}
+	defer f.maybeForgetLocked(n)
+	if !n.attr.IsSymlink() {
+		return "", syscall.EINVAL
+	}
+	return n.target, nil
+}
+
+// Link adds a name for an existing non-directory inode.
+func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return Attr{}, syscall.EROFS
+	}
+	d, err := f.dirLocked(parent)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(d)
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(n)
+	if n.attr.IsDir() {
+		return Attr{}, syscall.EPERM
+	}
+	if n.attr.Nlink == 0 && !n.tmpfile {
+		return Attr{}, syscall.ENOENT
+	}
+	n.tmpfile = false
+	if n.attr.Nlink >= 65000 {
+		return Attr{}, syscall.EMLINK
+	}
+	if _, ok, err := f.entryLocked(d, name); err != nil {
+		return Attr{}, err
+	} else if ok {
+		return Attr{}, syscall.EEXIST
+	}
+	n.attr.Nlink++
+	f.touchLocked(n, false)
+	f.setEntryLocked(d, name, dirent{Ino: ino, Type: n.attr.Mode & syscall.S_IFMT})
+	f.touchLocked(d, true)
+	return f.refLocked(c, n), nil
+}
+
+// Unlink removes a non-directory name.
+func (f *FS) Unlink(parent Ino, name string) error { return f.remove(parent, name, false) }
+
+// Rmdir removes an empty directory.
+func (f *FS) Rmdir(parent Ino, name string) error { return f.remove(parent, name, true) }
+
+func (f *FS) remove(parent Ino, name string, dir bool) error {
+	if len(name) > maxName {
+		return syscall.ENAMETOOLONG
+	}
+	if name == "." {
+		return syscall.EINVAL
+	}
+	if name == ".." {
+		return syscall.ENOTEMPTY
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return syscall.EROFS
+	}
+	d, err := f.dirLocked(parent)
+	if err != nil {
+		return err
+	}
+	defer f.maybeForgetLocked(d)
+	de, ok, err := f.entryLocked(d, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return syscall.ENOENT
+	}
+	n, err := f.getNodeLocked(de.Ino)
+	if err != nil {
+		return err
+	}
+	if dir != n.attr.IsDir() {
+		f.maybeForgetLocked(n)
+		if dir {
+			return syscall.ENOTDIR
+		}
+		return syscall.EISDIR
+	}
+	if dir {
+		empty, err := f.emptyLocked(n)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return syscall.ENOTEMPTY
+		}
+	}
+	f.setEntryLocked(d, name, dirent{})
+	f.dropLinkLocked(d, n)
+	f.touchLocked(d, true)
+	f.maybeForgetLocked(n)
+	return nil
+}
+
+// dropLinkLocked accounts for one name of n going away from directory d.
+func (f *FS) dropLinkLocked(d, n *node) {
+	if n.attr.IsDir() {
+		n.attr.Nlink = 0
+		d.attr.Nlink--
+	} else {
+		n.attr.Nlink--
+	}
+	f.touchLocked(n, false)
+	if n.attr.Nlink == 0 {
+		n.orphan = true
+	}
+}
+
+// emptyLocked reports whether directory n has no entries.
+func (f *FS) emptyLocked(n *node) (bool, error) {
+	for _, ch := range n.entries {
+		if ch.d.Ino != 0 {
+			return false, nil
+		}
+	}
+	empty := true
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		prefix := inoKey(n.attr.Ino)
+		c := tx.Bucket(bucketDirents).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if ch, ok := n.entries[string(k[8:])]; ok && ch.d.Ino == 0 {
+				continue
+			}
+			empty = false
+			return nil
+		}
+		return nil
+	})
+	return empty, err
+}
+
+// Rename flags (renameat2).
+const (
+	RenameNoReplace = 1 << 0
+	RenameExchange  = 1 << 1
+	RenameWhiteout  = 1 << 2
+)
+
+// Rename moves oldName in oldParent to newName in newParent, atomically.
+func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error {
+	if err := checkName(newName); err != nil {
+		return err
+	}
+	if err := checkName(oldName); err != nil {
+		return err
+	}
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return syscall.EINVAL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return syscall.EROFS
+	}
+	od, err := f.dirLocked(oldParent)
+	if err != nil {
+		return err
+	}
+	defer f.maybeForgetLocked(od)
+	nd, err := f.dirLocked(newParent)
+	if err != nil {
+		return err
+	}
+	defer f.maybeForgetLocked(nd)
+	src, ok, err := f.entryLocked(od, oldName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return syscall.ENOENT
+	}
+	dst, dstOK, err := f.entryLocked(nd, newName)
+	if err != nil {
+		return err
+	}
+	sn, err := f.getNodeLocked(src.Ino)
+	if err != nil {
+		return err
+	}
+	defer f.maybeForgetLocked(sn)
+	if sn.attr.IsDir() && od != nd {
+		if loop, err := f.isAncestorLocked(sn.attr.Ino, nd); err != nil {
+			return err
+		} else if loop {
+			return syscall.EINVAL
+		}
+	}
+	if flags&RenameExchange != 0 {
+		if !dstOK {
+			return syscall.ENOENT
+		}
+		dn, err := f.getNodeLocked(dst.Ino)
+		if err != nil {
+			return err
+		}
+		defer f.maybeForgetLocked(dn)
+		if dn.attr.IsDir() && od != nd {
+			if loop, err := f.isAncestorLocked(dn.attr.Ino, od); err != nil {
+				return err
+			} else if loop {
+				return syscall.EINVAL
+			}
+		}
+		f.setEntryLocked(od, oldName, dst)
+		f.setEntryLocked(nd, newName, src)
+		f.reparentLocked(sn, od, nd)
+		f.reparentLocked(dn, nd, od)
+		f.touchLocked(sn, false)
+		f.touchLocked(dn, false)
+		f.touchLocked(od, true)
+		f.touchLocked(nd, true)
+		return nil
+	}
+	if dstOK {
+		if flags&RenameNoReplace != 0 {
+			return syscall.EEXIST
+		}
+		if dst.Ino == src.Ino {
+			return nil // two names of one inode: POSIX says do nothing
+		}
+		dn, err := f.getNodeLocked(dst.Ino)
+		if err != nil {
+			return err
+		}
+		defer f.maybeForgetLocked(dn)
+		switch {
+		case sn.attr.IsDir() && !dn.attr.IsDir():
+			return syscall.ENOTDIR
+		case !sn.attr.IsDir() && dn.attr.IsDir():
+			return syscall.EISDIR
+		case dn.attr.IsDir():
+			empty, err := f.emptyLocked(dn)
+			if err != nil {
+				return err
+			}
+			if !empty {
+				return syscall.ENOTEMPTY
+			}
+		}
+		f.dropLinkLocked(nd, dn)
+	}
+	f.setEntryLocked(od, oldName, dirent{})
+	f.setEntryLocked(nd, newName, src)
+	f.reparentLocked(sn, od, nd)
+	f.touchLocked(sn, false)
+	f.touchLocked(od, true)
+	if nd != od {
+		f.touchLocked(nd, true)
+	}
+	return nil
+}
+
+// reparentLocked moves a directory's ".." from one parent to another.
+func (f *FS) reparentLocked(n, from, to *node) {
+	if !n.attr.IsDir() || from == to {
+		return
+	}
+	n.attr.Parent = to.attr.Ino
+	from.attr.Nlink--
+	to.attr.Nlink++
+}
+
+// isAncestorLocked reports whether directory ino is d or one of d's
+// ancestors: moving ino under d would then make a loop.
+func (f *FS) isAncestorLocked(ino Ino, d *node) (bool, error) {
+	for cur := d; ; {
+		if cur.attr.Ino == ino {
+			return true, nil
+		}
+		if cur.attr.Ino == RootIno {
+			return false, nil
+		}
+		p, err := f.getNodeLocked(cur.attr.Parent)
+		if err != nil {
+			return false, err
+		}
+		f.maybeForgetLocked(cur)
+		cur = p
+	}
+}
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  Ino
+	Type uint32 // S_IFMT bits
+}
+
+// ReadDir lists a directory, "." and ".." first, then the entries in name
+// order. It returns a snapshot: callers page through it.
+func (f *FS) ReadDir(ino Ino) ([]DirEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.dirLocked(ino)
+	if err != nil {
+		return nil, err
+	}
+	defer f.maybeForgetLocked(d)
+	list := []DirEntry{
+		{Name: ".", Ino: d.attr.Ino, Type: syscall.S_IFDIR},
+		{Name: "..", Ino: d.attr.Parent, Type: syscall.S_IFDIR},
+	}
+	var stored []DirEntry
+	err = f.store.View(func(tx *chunkstore.Tx) error {
+		prefix := inoKey(ino)
+		c := tx.Bucket(bucketDirents).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			name := string(k[8:])
+			if _, ok := d.entries[name]; ok {
+				continue
+			}
+			de, err := decodeDirent(v)
+			if err != nil {
+				f.log.Error("corrupt directory entry", "dir", ino, "name", name, "err", err)
+				continue
+			}
+			stored = append(stored, DirEntry{Name: name, Ino: de.Ino, Type: de.Type})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for name, ch := range d.entries {
+		if ch.d.Ino != 0 {
+			stored = append(stored, DirEntry{Name: name, Ino: ch.d.Ino, Type: ch.d.Type})
+		}
+	}
+	if len(d.entries) > 0 {
+		sort.Slice(stored, func(i, j int) bool { return stored[i].Name < stored[j].Name })
+	}
+	return append(list, stored...), nil
+}
+
+// Open takes an open reference on an inode; Release drops it.
+func (f *FS) Open(ino Ino) (Attr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	n.opens++
+	return n.attr, nil
+}
+
+// Release drops an open reference. The last one hands the file's dirty
+// chunks to the commit pipeline (without waiting) and frees an unlinked
+// inode.
+func (f *FS) Release(ino Ino) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.nodes[ino]
+	if n == nil {
+		return
+	}
+	if n.opens > 0 {
+		n.opens--
+	}
+	if n.opens == 0 {
+		f.sealAllLocked(n)
+	}
+	f.maybeForgetLocked(n)
+}

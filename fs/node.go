@@ -1,0 +1,241 @@
+package fs
+
+import (
+	"syscall"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+// node is an inode in memory: its attributes and the overlays of its
+// uncommitted changes. Nodes are cached while the kernel references them,
+// while they are open, and while they have uncommitted changes.
+type node struct {
+	attr   Attr
+	target string // symlink target
+
+	attrGen uint64 // gen of the last uncommitted attribute change, 0 if clean
+
+	lookups uint64 // kernel references (FUSE lookup count)
+	opens   int    // open handles
+
+	// entries overlays a directory's committed entries: name → change.
+	// A change with Ino 0 is a removal.
+	entries map[string]*entryChange
+	// xattrs overlays committed extended attributes.
+	xattrs map[string]*xattrChange
+	// slots are the chunks of a file that differ from the store.
+	slots map[uint64]*slot
+	// trunc: committed chunks at or past this index are stale (the file
+	// was truncated); noTrunc when there is no such truncation.
+	// truncCommitting is the same for the truncation in the commit under
+	// way; reads honour both.
+	trunc           uint64
+	truncCommitting uint64
+	// nlink 0 and persisted as an orphan: the inode is kept until released.
+	orphan bool
+	// tmpfile: made by O_TMPFILE and not linked yet, so Link may name it.
+	tmpfile bool
+}
+
+type entryChange struct {
+	d   dirent
+	gen uint64
+}
+
+type xattrChange struct {
+	val []byte // nil: removed
+	gen uint64
+}
+
+func (n *node) isDirty() bool {
+	return n.attrGen != 0 || len(n.entries) > 0 || len(n.xattrs) > 0 || len(n.slots) > 0 || n.trunc != noTrunc || n.truncCommitting != noTrunc
+}
+
+// getNodeLocked returns the cached node or loads it from the store.
+func (f *FS) getNodeLocked(ino Ino) (*node, error) {
+	if n := f.nodes[ino]; n != nil {
+		return n, nil
+	}
+	if f.dead[ino] {
+		return nil, syscall.ENOENT
+	}
+	var n *node
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		v := tx.Bucket(bucketInodes).Get(inoKey(ino))
+		if v == nil {
+			return syscall.ENOENT
+		}
+		a, target, err := decodeInode(ino, v)
+		if err != nil {
+			f.log.Error("corrupt inode record", "ino", ino, "err", err)
+			return syscall.EIO
+		}
+		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc}
+		n.orphan = a.Nlink == 0 && !a.IsDir()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.nodes[ino] = n
+	return n, nil
+}
+
+// markDirtyLocked records an attribute change of n.
+func (f *FS) markDirtyLocked(n *node) {
+	n.attrGen = f.bump()
+	f.dirty[n.attr.Ino] = n
+}
+
+// touchLocked sets ctime (and mtime when modified) to now and marks n dirty.
+func (f *FS) touchLocked(n *node, modified bool) {
+	t := now()
+	n.attr.Ctime = t
+	if modified {
+		n.attr.Mtime = t
+	}
+	f.markDirtyLocked(n)
+}
+
+// maybeForgetLocked drops n from memory, or schedules its deletion, once
+// nothing references it.
+func (f *FS) maybeForgetLocked(n *node) {
+	if n.lookups > 0 || n.opens > 0 || n.attr.Ino == RootIno {
+		return
+	}
+	if n.attr.Nlink == 0 {
+		f.killLocked(n)
+		return
+	}
+	if !n.isDirty() {
+		delete(f.nodes, n.attr.Ino)
+	}
+}
+
+// killLocked schedules the deletion of an unlinked, unreferenced inode.
+func (f *FS) killLocked(n *node) {
+	ino := n.attr.Ino
+	for idx, s := range n.slots {
+		f.supersedeLocked(s)
+		delete(n.slots, idx)
+	}
+	n.attrGen = 0
+	n.entries, n.xattrs = nil, nil
+	delete(f.dirty, ino)
+	delete(f.nodes, ino)
+	f.dead[ino] = true
+	f.bump()
+}
+
+// Forget drops kernel references (FUSE FORGET).
+func (f *FS) Forget(ino Ino, nlookup uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.nodes[ino]
+	if n == nil {
+		return
+	}
+	if nlookup >= n.lookups {
+		n.lookups = 0
+	} else {
+		n.lookups -= nlookup
+	}
+	f.maybeForgetLocked(n)
+}
+
+// GetAttr returns an inode's attributes.
+func (f *FS) GetAttr(ino Ino) (Attr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	a := n.attr
+	f.maybeForgetLocked(n)
+	return a, nil
+}
+
+// SetAttrIn says which attributes to change; nil fields stay as they are.
+type SetAttrIn struct {
+	Mode  *uint32 // permission bits (type bits are ignored)
+	Uid   *uint32
+	Gid   *uint32
+	Size  *uint64
+	Atime *int64 // nanoseconds; UtimeNow for the current time
+	Mtime *int64
+	Ctime *int64
+	// KillSuidGid clears setuid and setgid (a write or truncate by an
+	// unprivileged caller).
+	KillSuidGid bool
+}
+
+// UtimeNow asks SetAttr for the current time.
+const UtimeNow int64 = -1 << 62
+
+// SetAttr changes attributes (chmod, chown, truncate, utimens).
+func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return Attr{}, syscall.EROFS
+	}
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(n)
+	if in.Size != nil {
+		if n.attr.IsDir() {
+			return Attr{}, syscall.EISDIR
+		}
+		if !n.attr.IsRegular() {
+			return Attr{}, syscall.EINVAL
+		}
+		if err := f.truncateLocked(n, *in.Size); err != nil {
+			return Attr{}, err
+		}
+	}
+	t := now()
+	if in.Mode != nil {
+		n.attr.Mode = n.attr.Mode&syscall.S_IFMT | *in.Mode&^uint32(syscall.S_IFMT)
+	}
+	if in.Uid != nil {
+		n.attr.Uid = *in.Uid
+	}
+	if in.Gid != nil {
+		n.attr.Gid = *in.Gid
+	}
+	if (in.Uid != nil || in.Gid != nil) && in.Mode == nil && !n.attr.IsDir() {
+		// chown by anyone clears setuid, and setgid when group-executable,
+		// as the kernel does for local filesystems.
+		n.attr.Mode &^= syscall.S_ISUID
+		if n.attr.Mode&0o010 != 0 {
+			n.attr.Mode &^= syscall.S_ISGID
+		}
+	}
+	if in.KillSuidGid {
+		n.attr.Mode &^= syscall.S_ISUID
+		if n.attr.Mode&0o010 != 0 {
+			n.attr.Mode &^= syscall.S_ISGID
+		}
+	}
+	pick := func(v int64) int64 {
+		if v == UtimeNow {
+			return t
+		}
+		return v
+	}
+	if in.Atime != nil {
+		n.attr.Atime = pick(*in.Atime)
+	}
+	if in.Mtime != nil {
+		n.attr.Mtime = pick(*in.Mtime)
+	}
+	n.attr.Ctime = t
+	if in.Ctime != nil {
+		n.attr.Ctime = pick(*in.Ctime)
+	}
+	f.markDirtyLocked(n)
+	return n.attr, nil
+}

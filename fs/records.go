@@ -1,0 +1,149 @@
+package fs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Bucket names of the fs layer (FORMAT.md in chunkstore describes them).
+var (
+	bucketInodes  = []byte("inodes")
+	bucketDirents = []byte("dirents")
+	bucketChunks  = []byte("fchunks")
+	bucketXattrs  = []byte("xattrs")
+	bucketOrphans = []byte("orphans")
+	bucketMeta    = []byte("meta")
+)
+
+// Keys of the fs layer in the shared meta bucket.
+var (
+	keyNextIno = []byte("next_ino")
+	keyLimit   = []byte("limit_bytes")
+)
+
+// Ino is an inode number: the FUSE node ID and st_ino. Never reused.
+type Ino uint64
+
+// RootIno is the root directory, as FUSE numbers it.
+const RootIno Ino = 1
+
+// Attr is an inode's metadata, as stored.
+type Attr struct {
+	Ino    Ino
+	Mode   uint32 // type and permission bits, exactly as given
+	Nlink  uint32
+	Uid    uint32
+	Gid    uint32
+	Rdev   uint32
+	Size   uint64
+	Atime  int64 // nanoseconds since the epoch
+	Mtime  int64
+	Ctime  int64
+	Btime  int64
+	Parent Ino // directories only: the one directory that names it
+}
+
+// IsDir and friends test the type bits.
+func (a *Attr) IsDir() bool     { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+func (a *Attr) IsRegular() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFREG }
+func (a *Attr) IsSymlink() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }
+
+const inodeRecordVersion = 1
+const inodeFixedSize = 1 + 4*5 + 8*6
+
+// encodeInode lays out an inode record: a version byte, the fixed fields
+// big-endian, then the symlink target (empty for other types).
+func encodeInode(a *Attr, target string) []byte {
+	b := make([]byte, 0, inodeFixedSize+len(target))
+	b = append(b, inodeRecordVersion)
+	b = binary.BigEndian.AppendUint32(b, a.Mode)
+	b = binary.BigEndian.AppendUint32(b, a.Nlink)
+	b = binary.BigEndian.AppendUint32(b, a.Uid)
+	b = binary.BigEndian.AppendUint32(b, a.Gid)
+	b = binary.BigEndian.AppendUint32(b, a.Rdev)
+	b = binary.BigEndian.AppendUint64(b, a.Size)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Atime))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Mtime))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Ctime))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Btime))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Parent))
+	return append(b, target...)
+}
+
+var errBadRecord = errors.New("malformed record")
+
+func decodeInode(ino Ino, b []byte) (Attr, string, error) {
+	if len(b) < inodeFixedSize {
+		return Attr{}, "", fmt.Errorf("inode %d: %w: %d bytes", ino, errBadRecord, len(b))
+	}
+	if b[0] != inodeRecordVersion {
+		return Attr{}, "", fmt.Errorf("inode %d: %w: record version %d", ino, errBadRecord, b[0])
+	}
+	a := Attr{Ino: ino}
+	p := b[1:]
+	u32 := func() uint32 { v := binary.BigEndian.Uint32(p); p = p[4:]; return v }
+	u64 := func() uint64 { v := binary.BigEndian.Uint64(p); p = p[8:]; return v }
+	a.Mode, a.Nlink, a.Uid, a.Gid, a.Rdev = u32(), u32(), u32(), u32(), u32()
+	a.Size = u64()
+	a.Atime, a.Mtime, a.Ctime, a.Btime = int64(u64()), int64(u64()), int64(u64()), int64(u64())
+	a.Parent = Ino(u64())
+	target := string(p)
+	switch a.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK, syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK:
+	default:
+		return Attr{}, "", fmt.Errorf("inode %d: %w: file type %#o", ino, errBadRecord, a.Mode&syscall.S_IFMT)
+	}
+	if target != "" && !a.IsSymlink() {
+		return Attr{}, "", fmt.Errorf("inode %d: %w: target on a non-symlink", ino, errBadRecord)
+	}
+	return a, target, nil
+}
+
+func inoKey(ino Ino) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ino)) }
+
+func keyIno(k []byte) Ino { return Ino(binary.BigEndian.Uint64(k)) }
+
+// direntKey is the parent's inode number followed by the name.
+func direntKey(parent Ino, name string) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(name)), uint64(parent)), name...)
+}
+
+// dirent is a directory entry's value: the child and its file type, so
+// that readdir needs no inode reads.
+type dirent struct {
+	Ino  Ino
+	Type uint32 // S_IFMT bits of the child
+}
+
+func encodeDirent(d dirent) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(d.Ino))
+	return binary.BigEndian.AppendUint32(b, d.Type)
+}
+
+func decodeDirent(b []byte) (dirent, error) {
+	if len(b) != 12 {
+		return dirent{}, fmt.Errorf("dirent: %w: %d bytes", errBadRecord, len(b))
+	}
+	d := dirent{Ino: Ino(binary.BigEndian.Uint64(b)), Type: binary.BigEndian.Uint32(b[8:])}
+	if d.Ino == 0 || d.Type&^uint32(syscall.S_IFMT) != 0 {
+		return dirent{}, fmt.Errorf("dirent: %w: ino %d type %#o", errBadRecord, d.Ino, d.Type)
+	}
+	return d, nil
+}
+
+// chunkKey is the inode number followed by the chunk index.
+func chunkKey(ino Ino, idx uint64) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(ino))
+	return binary.BigEndian.AppendUint64(b, idx)
+}
+
+func xattrKey(ino Ino, name string) []byte { return direntKey(ino, name) }
+
+func u64(b []byte) (uint64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(b), true
+}

@@ -1,0 +1,598 @@
+// Package fusefs serves an fs.FS to the kernel over FUSE.
+//
+// It is a thin door: it translates FUSE requests to fs calls and fs errors
+// to errno values, and owns only what FUSE needs and fs must not know:
+// open-handle numbers, directory listings being paged, kernel cache
+// timeouts and invalidation. It uses go-fuse's raw API so that FUSE node
+// IDs are the store's inode numbers, with no second inode tree.
+//
+// Every change to the workspace made through this mount passes through the
+// kernel, so the kernel may cache entries, attributes and pages for long;
+// changes made through another door (the file API, a plugin) must call
+// Invalidate.
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Options tune the mount.
+type Options struct {
+	// AllowOther lets other users (containers, test users) use the mount;
+	// the kernel then checks permissions (default_permissions).
+	AllowOther bool
+	// EntryTimeout and AttrTimeout bound the kernel's caching (1h if 0).
+	EntryTimeout time.Duration
+	AttrTimeout  time.Duration
+	// NegativeTimeout caches failed lookups (1h if 0).
+	NegativeTimeout time.Duration
+	Debug           bool
+	Logger          *slog.Logger
+	// FsName is shown by df (the workspace path, say).
+	FsName string
+}
+
+// Server is a live mount.
+type Server struct {
+	fs     *fs.FS
+	srv    *fuse.Server
+	mnt    string
+	log    *slog.Logger
+	opts   Options
+	served chan struct{}
+}
+
+// Mount mounts f at mountpoint and serves it until Unmount. It returns once
+// the mount is live.
+func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.EntryTimeout == 0 {
+		opts.EntryTimeout = time.Hour
+	}
+	if opts.AttrTimeout == 0 {
+		opts.AttrTimeout = time.Hour
+	}
+	if opts.NegativeTimeout == 0 {
+		opts.NegativeTimeout = time.Hour
+	}
+	raw := &rawFS{
+		RawFileSystem: fuse.NewDefaultRawFileSystem(),
+		fs:            f,
+		opts:          opts,
+		log:           opts.Logger,
+		handles:       make(map[uint64]*handle),
+	}
+	mopts := &fuse.MountOptions{
+		AllowOther:               opts.AllowOther,
+		FsName:                   opts.FsName,
+		Name:                     "computerfs",
+		MaxWrite:                 1 << 20,
+		DisableSplice:            true,
+		EnableLocks:              false,
+		ExplicitDataCacheControl: true,
+		EnableSymlinkCaching:     true,
+		DirectMount:              os.Geteuid() == 0,
+		ExtraCapabilities:        fuse.CAP_HANDLE_KILLPRIV_V2,
+		Debug:                    opts.Debug,
+		MaxBackground:            64,
+		PanicHandler: func(p any) fuse.Status {
+			opts.Logger.Error("panic serving a FUSE request", "panic", fmt.Sprint(p))
+			return fuse.EIO
+		},
+	}
+	if opts.AllowOther {
+		mopts.Options = append(mopts.Options, "default_permissions")
+	}
+	if mopts.FsName == "" {
+		mopts.FsName = "computerfs"
+	}
+	srv, err := fuse.NewServer(raw, mountpoint, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{})}
+	raw.server = srv
+	go func() {
+		defer close(s.served)
+		srv.Serve()
+	}()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		<-s.served
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	raiseReadAhead(mountpoint, opts.Logger)
+	return s, nil
+}
+
+// raiseReadAhead asks for 1 MiB READs instead of the default 128-256 KiB
+// (root only; go-fuse can only lower it).
+func raiseReadAhead(mnt string, log *slog.Logger) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return
+	}
+	major, minor := (st.Dev>>8)&0xfff, (st.Dev&0xff)|((st.Dev>>12)&0xfff00)
+	path := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", major, minor)
+	if err := os.WriteFile(path, []byte("1024"), 0); err != nil {
+		log.Debug("could not raise read-ahead", "path", path, "err", err)
+	}
+}
+
+// Unmount detaches the mount and waits until every request is served.
+func (s *Server) Unmount() error {
+	err := s.srv.Unmount()
+	if err != nil {
+		// Busy: detach lazily so that the daemon can still close the store.
+		if lerr := syscall.Unmount(s.mnt, syscall.MNT_DETACH); lerr == nil {
+			err = nil
+		}
+	}
+	<-s.served
+	return err
+}
+
+// Wait blocks until the mount goes away (umount from outside).
+func (s *Server) Wait() { <-s.served }
+
+// Done is closed when the mount has gone away.
+func (s *Server) Done() <-chan struct{} { return s.served }
+
+// Invalidate drops the kernel's cached name parent/name and the data and
+// attributes of ino, after a change made through another door. Zero
+// arguments skip that part.
+func (s *Server) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
+	if parent != 0 && name != "" {
+		s.srv.EntryNotify(uint64(parent), name)
+	}
+	if ino != 0 {
+		s.srv.InodeNotify(uint64(ino), 0, 0)
+	}
+}
+
+type handle struct {
+	ino     fs.Ino
+	flags   uint32
+	entries []fs.DirEntry // directories: the listing being paged
+	fresh   bool          // entries were taken by OpenDir and not read yet
+}
+
+type rawFS struct {
+	fuse.RawFileSystem
+	fs     *fs.FS
+	opts   Options
+	log    *slog.Logger
+	server *fuse.Server
+
+	mu      sync.Mutex
+	handles map[uint64]*handle
+	nextFh  uint64
+}
+
+func (r *rawFS) String() string { return "computerfs" }
+
+func errStatus(err error) fuse.Status {
+	if err == nil {
+		return fuse.OK
+	}
+	return fuse.Status(fs.Errno(err))
+}
+
+func caller(h *fuse.InHeader) fs.Caller {
+	return fs.Caller{Uid: h.Uid, Gid: h.Gid, Kernel: true}
+}
+
+func (r *rawFS) fillAttr(a *fs.Attr, out *fuse.Attr) {
+	out.Ino = uint64(a.Ino)
+	out.Size = a.Size
+	out.Blocks = (a.Size + 511) / 512
+	out.Blksize = 1 << 20
+	out.Mode = a.Mode
+	out.Nlink = a.Nlink
+	out.Uid, out.Gid = a.Uid, a.Gid
+	out.Rdev = a.Rdev
+	out.Atime, out.Atimensec = uint64(a.Atime/1e9), uint32(a.Atime%1e9)
+	out.Mtime, out.Mtimensec = uint64(a.Mtime/1e9), uint32(a.Mtime%1e9)
+	out.Ctime, out.Ctimensec = uint64(a.Ctime/1e9), uint32(a.Ctime%1e9)
+}
+
+func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
+	out.NodeId = uint64(a.Ino)
+	out.Generation = 1
+	out.SetEntryTimeout(r.opts.EntryTimeout)
+	out.SetAttrTimeout(r.opts.AttrTimeout)
+	r.fillAttr(a, &out.Attr)
+}
+
+func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := r.fs.Lookup(caller(h), fs.Ino(h.NodeId), name)
+	if err == syscall.ENOENT {
+		// A cached negative entry: the kernel will not ask again.
+		out.NodeId = 0
+		out.SetEntryTimeout(r.opts.NegativeTimeout)
+		return fuse.OK
+	}
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillEntry(&a, out)
+	return fuse.OK
+}
+
+func (r *rawFS) Forget(nodeid, nlookup uint64) { r.fs.Forget(fs.Ino(nodeid), nlookup) }
+
+func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	a, err := r.fs.GetAttr(fs.Ino(in.NodeId))
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillAttr(&a, &out.Attr)
+	out.SetTimeout(r.opts.AttrTimeout)
+	return fuse.OK
+}
+
+func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	var sa fs.SetAttrIn
+	if m, ok := in.GetMode(); ok {
+		sa.Mode = &m
+	}
+	if uid, ok := in.GetUID(); ok {
+		sa.Uid = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		sa.Gid = &gid
+	}
+	if size, ok := in.GetSize(); ok {
+		sa.Size = &size
+	}
+	if in.Valid&fuse.FATTR_ATIME != 0 {
+		t := fs.UtimeNow
+		if in.Valid&fuse.FATTR_ATIME_NOW == 0 {
+			t = int64(in.Atime)*1e9 + int64(in.Atimensec)
+		}
+		sa.Atime = &t
+	}
+	if in.Valid&fuse.FATTR_MTIME != 0 {
+		t := fs.UtimeNow
+		if in.Valid&fuse.FATTR_MTIME_NOW == 0 {
+			t = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
+		}
+		sa.Mtime = &t
+	}
+	if in.Valid&fuse.FATTR_CTIME != 0 {
+		t := int64(in.Ctime)*1e9 + int64(in.Ctimensec)
+		sa.Ctime = &t
+	}
+	sa.KillSuidGid = in.Valid&fuse.FATTR_KILL_SUIDGID != 0
+	a, err := r.fs.SetAttr(caller(&in.InHeader), fs.Ino(in.NodeId), sa)
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillAttr(&a, &out.Attr)
+	out.SetTimeout(r.opts.AttrTimeout)
+	return fuse.OK
+}
+
+func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.EntryOut) fuse.Status {
+	a, err := r.fs.Create(caller(h), fs.Ino(h.NodeId), name, nn)
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillEntry(&a, out)
+	return fuse.OK
+}
+
+func (r *rawFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	return r.create(&in.InHeader, name, fs.NewNode{Mode: in.Mode, Rdev: in.Rdev}, out)
+}
+
+func (r *rawFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	return r.create(&in.InHeader, name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFDIR}, out)
+}
+
+func (r *rawFS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	return r.create(h, name, fs.NewNode{Mode: syscall.S_IFLNK | 0o777, Target: target}, out)
+}
+
+func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	t, err := r.fs.Readlink(fs.Ino(h.NodeId))
+	if err != nil {
+		return nil, errStatus(err)
+	}
+	return []byte(t), fuse.OK
+}
+
+func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	a, err := r.fs.Link(caller(&in.InHeader), fs.Ino(in.Oldnodeid), fs.Ino(in.NodeId), name)
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillEntry(&a, out)
+	return fuse.OK
+}
+
+func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return errStatus(r.fs.Unlink(fs.Ino(h.NodeId), name))
+}
+
+func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return errStatus(r.fs.Rmdir(fs.Ino(h.NodeId), name))
+}
+
+func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
+}
+
+func (r *rawFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	// Permissions are the kernel's (default_permissions); existence is ours.
+	_, err := r.fs.GetAttr(fs.Ino(in.NodeId))
+	return errStatus(err)
+}
+
+func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+	val, err := r.fs.GetXattr(fs.Ino(h.NodeId), name)
+	if err != nil {
+		return 0, errStatus(err)
+	}
+	if len(dest) < len(val) {
+		return uint32(len(val)), fuse.ERANGE
+	}
+	return uint32(copy(dest, val)), fuse.OK
+}
+
+func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	names, err := r.fs.ListXattr(fs.Ino(h.NodeId))
+	if err != nil {
+		return 0, errStatus(err)
+	}
+	var b []byte
+	for _, n := range names {
+		b = append(append(b, n...), 0)
+	}
+	if len(dest) < len(b) {
+		return uint32(len(b)), fuse.ERANGE
+	}
+	return uint32(copy(dest, b)), fuse.OK
+}
+
+func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
+}
+
+func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
+}
+
+func (r *rawFS) newHandle(hd *handle) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextFh++
+	r.handles[r.nextFh] = hd
+	return r.nextFh
+}
+
+func (r *rawFS) handle(fh uint64) *handle {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handles[fh]
+}
+
+func (r *rawFS) dropHandle(fh uint64) *handle {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hd := r.handles[fh]
+	delete(r.handles, fh)
+	return hd
+}
+
+// openFlags: pages stay cached across opens (every write passes through
+// this mount), and close sends no FLUSH.
+const openFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+
+func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFREG})
+	if err != nil {
+		return errStatus(err)
+	}
+	if _, err := r.fs.Open(a.Ino); err != nil {
+		return errStatus(err)
+	}
+	r.fillEntry(&a, &out.EntryOut)
+	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
+	out.OpenFlags = openFlags
+	return fuse.OK
+}
+
+func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), "", fs.NewNode{Mode: in.Mode, Tmpfile: true})
+	if err != nil {
+		return errStatus(err)
+	}
+	r.fillEntry(&a, &out.EntryOut)
+	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
+	out.OpenFlags = openFlags
+	return fuse.OK
+}
+
+func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	a, err := r.fs.Open(fs.Ino(in.NodeId))
+	if err != nil {
+		return errStatus(err)
+	}
+	if a.IsDir() {
+		r.fs.Release(a.Ino)
+		return fuse.EISDIR
+	}
+	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
+	out.OpenFlags = openFlags
+	return fuse.OK
+}
+
+func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	n, err := r.fs.Read(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), buf[:in.Size])
+	if err != nil {
+		return nil, errStatus(err)
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	appendMode := false
+	if hd := r.handle(in.Fh); hd != nil {
+		appendMode = hd.flags&syscall.O_APPEND != 0
+	}
+	n, err := r.fs.Write(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), data, appendMode)
+	if err == nil && in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
+		_, err = r.fs.SetAttr(caller(&in.InHeader), fs.Ino(in.NodeId), fs.SetAttrIn{KillSuidGid: true})
+	}
+	if err != nil && n == 0 {
+		return 0, errStatus(err)
+	}
+	return uint32(n), fuse.OK
+}
+
+func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+	n, err := r.fs.CopyRange(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.OffIn), fs.Ino(in.NodeIdOut), int64(in.OffOut), int64(min(in.Len, 1<<30)))
+	if err != nil {
+		return 0, errStatus(err)
+	}
+	return uint32(n), fuse.OK
+}
+
+func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	if in.Whence != fs.SeekData && in.Whence != fs.SeekHole {
+		return fuse.ENOSYS
+	}
+	off, err := r.fs.SeekData(fs.Ino(in.NodeId), int64(in.Offset), int(in.Whence))
+	if err != nil {
+		return errStatus(err)
+	}
+	out.Offset = uint64(off)
+	return fuse.OK
+}
+
+func (r *rawFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.OK }
+
+func (r *rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if hd := r.dropHandle(in.Fh); hd != nil {
+		r.fs.Release(hd.ino)
+	}
+}
+
+func (r *rawFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
+}
+
+func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
+}
+
+func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
+}
+
+func (r *rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	entries, err := r.fs.ReadDir(fs.Ino(in.NodeId))
+	if err != nil {
+		return errStatus(err)
+	}
+	out.Fh = r.newHandle(&handle{ino: fs.Ino(in.NodeId), entries: entries, fresh: true})
+	return fuse.OK
+}
+
+func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
+	hd := r.handle(in.Fh)
+	if hd == nil {
+		return fuse.EBADF
+	}
+	if in.Offset == 0 && !hd.fresh {
+		// rewinddir: take a fresh listing.
+		entries, err := r.fs.ReadDir(hd.ino)
+		if err != nil {
+			return errStatus(err)
+		}
+		hd.entries = entries
+	}
+	hd.fresh = false
+	for i := int(in.Offset); i < len(hd.entries); i++ {
+		e := hd.entries[i]
+		de := fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type, Off: uint64(i + 1)}
+		if !plus {
+			if !out.AddDirEntry(de) {
+				break
+			}
+			continue
+		}
+		eo := out.AddDirLookupEntry(de)
+		if eo == nil {
+			break
+		}
+		if e.Name == "." || e.Name == ".." {
+			continue // the kernel takes no reference on these
+		}
+		a, err := r.fs.Lookup(fs.Caller{Uid: in.Uid, Gid: in.Gid, Kernel: true}, hd.ino, e.Name)
+		if err != nil {
+			continue // gone since the listing was taken; the kernel skips nodeid 0
+		}
+		r.fillEntry(&a, eo)
+	}
+	return fuse.OK
+}
+
+func (r *rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.readDir(in, out, false)
+}
+
+func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.readDir(in, out, true)
+}
+
+func (r *rawFS) ReleaseDir(in *fuse.ReleaseIn) { r.dropHandle(in.Fh) }
+
+func (r *rawFS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	st := r.fs.StatFS()
+	out.Bsize = st.BlockSize
+	out.Frsize = st.BlockSize
+	out.Blocks = st.Blocks
+	out.Bfree = st.BlocksFree
+	out.Bavail = st.BlocksFree
+	out.Files = st.Files
+	out.Ffree = st.FilesFree
+	out.NameLen = st.NameMax
+	return fuse.OK
+}
+
+func (r *rawFS) Init(s *fuse.Server) { r.server = s }
+
+// ctxOf turns go-fuse's cancel channel into a context for fs calls.
+func ctxOf(cancel <-chan struct{}) context.Context {
+	if cancel == nil {
+		return context.Background()
+	}
+	return cancelCtx{cancel}
+}
+
+type cancelCtx struct{ c <-chan struct{} }
+
+func (c cancelCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c cancelCtx) Done() <-chan struct{}       { return c.c }
+func (c cancelCtx) Err() error {
+	select {
+	case <-c.c:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+func (c cancelCtx) Value(any) any { return nil }
