@@ -110,11 +110,12 @@ func (f *FS) sealLocked(s *slot) {
 	}
 	s.state = slotSealed
 	f.pending++
+	// The queue is a slice under mu, not a channel: sealing must never
+	// block or release mu, since callers iterate over maps while they seal.
+	f.queue = append(f.queue, s)
 	select {
-	case f.jobs <- s:
+	case f.work <- struct{}{}:
 	default:
-		// The queue is full: prepare inline rather than block under mu.
-		f.prepareLocked(s)
 	}
 }
 
@@ -122,13 +123,6 @@ func (f *FS) sealAllLocked(n *node) {
 	for _, s := range n.slots {
 		f.sealLocked(s)
 	}
-}
-
-func (f *FS) prepareLocked(s *slot) {
-	f.mu.Unlock()
-	p, hole := prepare(s.buf[:s.hi], nil)
-	f.mu.Lock()
-	f.finishPrepareLocked(s, p, hole)
 }
 
 // prepare hashes and compresses one chunk; all-zero chunks are holes.
@@ -166,15 +160,26 @@ func (f *FS) worker() {
 	defer f.wg.Done()
 	scratch := make([]byte, 0, f.chunkSize+f.chunkSize/4+64)
 	for {
-		select {
-		case <-f.stop:
-			return
-		case s := <-f.jobs:
-			p, hole := prepare(s.buf[:s.hi], scratch)
-			f.mu.Lock()
-			f.finishPrepareLocked(s, p, hole)
-			f.mu.Unlock()
+		f.mu.Lock()
+		var s *slot
+		if n := len(f.queue); n > 0 {
+			s = f.queue[0]
+			f.queue[0] = nil
+			f.queue = f.queue[1:]
 		}
+		f.mu.Unlock()
+		if s == nil {
+			select {
+			case <-f.stop:
+				return
+			case <-f.work:
+			}
+			continue
+		}
+		p, hole := prepare(s.buf[:s.hi], scratch)
+		f.mu.Lock()
+		f.finishPrepareLocked(s, p, hole)
+		f.mu.Unlock()
 	}
 }
 

@@ -112,7 +112,8 @@ type FS struct {
 	snapTaken uint64 // snapshots taken
 	snapDone  uint64 // snapshots committed (or failed)
 	kick      chan struct{}
-	jobs      chan *slot
+	queue     []*slot       // sealed slots waiting for a worker
+	work      chan struct{} // wakes workers
 	cache     chunkCache
 
 	stop   chan struct{}
@@ -148,7 +149,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		dirty:     make(map[Ino]*node),
 		dead:      make(map[Ino]bool),
 		kick:      make(chan struct{}, 1),
-		jobs:      make(chan *slot, 1024),
+		work:      make(chan struct{}, 64),
 		stop:      make(chan struct{}),
 	}
 	f.cond = sync.NewCond(&f.mu)
