@@ -126,8 +126,13 @@ func Open(path string, opts Options) (s *Store, err error) {
 		return nil, err
 	}
 	if opts.MustExist {
-		if _, err := os.Stat(path); err != nil {
+		st, err := os.Stat(path)
+		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		// bbolt would turn an empty file into a new store.
+		if st.Size() == 0 {
+			return nil, fmt.Errorf("open %s: %w: file is empty", path, ErrNotWorkspace)
 		}
 	}
 	// bbolt panics on some damaged files instead of returning an error;
@@ -137,6 +142,9 @@ func Open(path string, opts Options) (s *Store, err error) {
 			s, err = nil, fmt.Errorf("open %s: %w: %v", path, ErrNotWorkspace, r)
 		}
 	}()
+	if err := checkExtent(path, opts.LockTimeout); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		NoFreelistSync:  true,
@@ -181,6 +189,30 @@ func precheck(path string) error {
 		return fmt.Errorf("open %s: %w: file is truncated (%d bytes)", path, ErrNotWorkspace, st.Size())
 	}
 	return nil
+}
+
+// checkExtent rejects a file shorter than its meta page says its data is
+// (truncated by a copy or a full disk): bbolt would map the missing tail and
+// the process would die of SIGBUS on the first read there, even while
+// opening, as it walks every page to rebuild the freelist. A read-only open
+// reads only the meta pages. Errors of that open are left for the real one
+// to report.
+func checkExtent(path string, timeout time.Duration) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() == 0 {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		if tx.Size() > st.Size() {
+			return fmt.Errorf("open %s: %w: file is truncated (%d bytes, its data needs %d)", path, ErrNotWorkspace, st.Size(), tx.Size())
+		}
+		return nil
+	})
 }
 
 func (s *Store) init(opts Options) error {
