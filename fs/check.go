@@ -317,12 +317,22 @@ func (c *checker) run() error {
 			}
 		}
 	}
+	var badXattrs [][]byte
 	c.tx.Bucket(bucketXattrs).ForEach(func(k, _ []byte) error {
 		if len(k) <= 8 || c.inodes[keyIno(k)] == nil {
 			c.problem("extended attribute %q of a missing inode", k)
+			badXattrs = append(badXattrs, bytes.Clone(k))
 		}
 		return nil
 	})
+	if c.repair {
+		for _, k := range badXattrs {
+			if err := c.tx.Bucket(bucketXattrs).Delete(k); err != nil {
+				return err
+			}
+			c.fixed("dropped extended attribute %q of a missing inode", k)
+		}
+	}
 	if c.repair && len(c.rep.Repaired) > 0 {
 		if err := c.tx.RecomputeStats(); err != nil {
 			return err

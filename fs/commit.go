@@ -87,9 +87,11 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	if f.limitGen != 0 {
 		snap.limit, snap.hasLim = f.limit, true
 	}
+	// Dead inodes stay in f.dead until the commit that deletes them is
+	// done: until then the store still holds them, and getNodeLocked would
+	// bring them back to life (see cleanAfterCommitLocked).
 	for ino := range f.dead {
 		snap.dead = append(snap.dead, ino)
-		delete(f.dead, ino)
 	}
 	for ino, n := range f.dirty {
 		if n.attrGen != 0 {
@@ -271,6 +273,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 	if snap.hasLim && f.limitGen != 0 && f.limit == snap.limit {
 		f.limitGen = 0
+	}
+	for _, ino := range snap.dead {
+		delete(f.dead, ino)
 	}
 	touched := make(map[Ino]*node)
 	for _, in := range snap.inodes {

@@ -242,6 +242,7 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 	if old != nil && old.state == slotDirty {
 		return old, nil
 	}
+	truncs := n.truncs
 	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
 	s.buf = f.takeBufLocked()
 	var data []byte
@@ -265,10 +266,11 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 		return nil, err
 	}
 	s.hi = copy(s.buf, data)
-	if cur := n.slots[idx]; cur != old {
+	if cur := n.slots[idx]; cur != old || n.truncs != truncs {
 		// Someone else made a slot while mu was released: use theirs.
+		// Or truncated the file: what was read may be gone.
 		f.putBufLocked(s.buf)
-		if cur != nil && cur.state == slotDirty {
+		if cur != old && cur != nil && cur.state == slotDirty {
 			return cur, nil
 		}
 		return nil, errRetry
@@ -347,7 +349,16 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 	if err != nil {
 		return 0, err
 	}
-	defer f.maybeForgetLocked(n)
+	// Pin n: mu may be released below (waiting for a buffer, loading a
+	// chunk), and a node dropped from the cache meanwhile would take this
+	// write's changes with it, out of sight of everyone else.
+	n.opens++
+	defer func() {
+		if n.opens > 0 {
+			n.opens--
+		}
+		f.maybeForgetLocked(n)
+	}()
 	if !n.attr.IsRegular() {
 		return 0, syscall.EINVAL
 	}
@@ -356,6 +367,14 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 	}
 	cs := int64(f.chunkSize)
 	written := 0
+	// A write that stops early has still changed the size and data: that
+	// must be committed too.
+	fail := func(err error) (int, error) {
+		if written > 0 {
+			f.touchLocked(n, true)
+		}
+		return f.writeResult(written, err)
+	}
 	for written < len(data) {
 		pos := off + int64(written)
 		idx := uint64(pos / cs)
@@ -363,10 +382,10 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		piece := min(len(data)-written, int(cs)-inChunk)
 		if s := n.slots[idx]; s == nil || s.state != slotDirty {
 			if err := f.reserveBufLocked(ctx); err != nil {
-				return f.writeResult(written, err)
+				return fail(err)
 			}
 			if f.usedLocked()+uint64(cs) > f.limit {
-				return f.writeResult(written, syscall.ENOSPC)
+				return fail(syscall.ENOSPC)
 			}
 			if appendMode && int64(n.attr.Size) != pos {
 				// The file grew while we waited for a buffer.
@@ -384,7 +403,7 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				continue
 			}
 			if err != nil {
-				return f.writeResult(written, err)
+				return fail(err)
 			}
 		}
 		s.write(inChunk, data[written:written+piece])
@@ -509,15 +528,10 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 	cs := uint64(f.chunkSize)
 	if size < n.attr.Size {
 		keep := (size + cs - 1) / cs // chunks [0, keep) survive
-		for idx, s := range n.slots {
-			if idx >= keep {
-				f.supersedeLocked(s)
-				delete(n.slots, idx)
-			}
-		}
-		n.trunc = min(n.trunc, keep)
-		f.bump()
-		f.dirty[n.attr.Ino] = n
+		// Get the tail chunk's slot first: that may release mu, and the
+		// rest must then happen at once, or a write meanwhile could land
+		// past the new end and resurface when the file grows again.
+		var tailSlot *slot
 		if tail := size % cs; tail != 0 {
 			idx := size / cs
 			if err := f.reserveBufLocked(context.Background()); err != nil {
@@ -530,8 +544,21 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 			if err != nil {
 				return err
 			}
-			s.hi = min(s.hi, int(tail))
-			s.gen = f.bump()
+			tailSlot = s
+		}
+		for idx, s := range n.slots {
+			if idx >= keep {
+				f.supersedeLocked(s)
+				delete(n.slots, idx)
+			}
+		}
+		n.trunc = min(n.trunc, keep)
+		n.truncs++
+		f.bump()
+		f.dirty[n.attr.Ino] = n
+		if tailSlot != nil {
+			tailSlot.hi = min(tailSlot.hi, int(size%cs))
+			tailSlot.gen = f.bump()
 		}
 	}
 	n.attr.Size = size

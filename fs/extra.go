@@ -135,13 +135,14 @@ func (f *FS) shareChunk(ctx context.Context, src Ino, si uint64, dst Ino, di uin
 		switch {
 		case old.hole:
 			s = &slot{hole: true}
-		case old.shared || old.state == slotCommitting:
-			// A committing chunk is stored by the commit under way, which
-			// ends before the one that will take this reference begins.
+		case old.shared:
 			s = &slot{shared: true}
 			s.prep.ID = old.prep.ID
 		default:
-			return false, nil // not stored yet: the caller copies instead
+			// Not stored yet: the caller copies instead. That includes a
+			// chunk of the commit under way: until it ends, reads (and
+			// partial writes) of a slot sharing it would find no chunk.
+			return false, nil
 		}
 	} else {
 		id, ok, err := f.storedChunkLocked(sn, si)

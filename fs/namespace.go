@@ -240,7 +240,6 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 	if n.attr.Nlink == 0 && !n.tmpfile {
 		return Attr{}, syscall.ENOENT
 	}
-	n.tmpfile = false
 	if n.attr.Nlink >= 65000 {
 		return Attr{}, syscall.EMLINK
 	}
@@ -249,6 +248,8 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 	} else if ok {
 		return Attr{}, syscall.EEXIST
 	}
+	// Only a link that succeeds uses up a tmpfile's right to be linked.
+	n.tmpfile = false
 	n.attr.Nlink++
 	f.touchLocked(n, false)
 	f.setEntryLocked(d, name, dirent{Ino: ino, Type: n.attr.Mode & syscall.S_IFMT})
@@ -373,6 +374,12 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var walked []*node // ancestors loaded by the loop checks
+	defer func() {
+		for _, n := range walked {
+			f.maybeForgetLocked(n)
+		}
+	}()
 	if f.broken != nil {
 		return syscall.EROFS
 	}
@@ -403,7 +410,7 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 	}
 	defer f.maybeForgetLocked(sn)
 	if sn.attr.IsDir() && od != nd {
-		if loop, err := f.isAncestorLocked(sn.attr.Ino, nd); err != nil {
+		if loop, err := f.isAncestorLocked(sn.attr.Ino, nd, &walked); err != nil {
 			return err
 		} else if loop {
 			return syscall.EINVAL
@@ -419,7 +426,7 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 		}
 		defer f.maybeForgetLocked(dn)
 		if dn.attr.IsDir() && od != nd {
-			if loop, err := f.isAncestorLocked(dn.attr.Ino, od); err != nil {
+			if loop, err := f.isAncestorLocked(dn.attr.Ino, od, &walked); err != nil {
 				return err
 			} else if loop {
 				return syscall.EINVAL
@@ -485,8 +492,12 @@ func (f *FS) reparentLocked(n, from, to *node) {
 }
 
 // isAncestorLocked reports whether directory ino is d or one of d's
-// ancestors: moving ino under d would then make a loop.
-func (f *FS) isAncestorLocked(ino Ino, d *node) (bool, error) {
+// ancestors: moving ino under d would then make a loop. The ancestors it
+// visits are appended to *walked for the caller to forget once it is done
+// with them: forgetting them here could drop a node the caller holds (d
+// itself, or the other directory of a rename), whose changes would then be
+// made to a node no longer in the cache.
+func (f *FS) isAncestorLocked(ino Ino, d *node, walked *[]*node) (bool, error) {
 	for cur := d; ; {
 		if cur.attr.Ino == ino {
 			return true, nil
@@ -498,7 +509,7 @@ func (f *FS) isAncestorLocked(ino Ino, d *node) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		f.maybeForgetLocked(cur)
+		*walked = append(*walked, p)
 		cur = p
 	}
 }

@@ -31,6 +31,9 @@ type node struct {
 	// way; reads honour both.
 	trunc           uint64
 	truncCommitting uint64
+	// truncs counts truncations that shrank the file, so that a chunk
+	// loaded from the store while mu was released can tell it went stale.
+	truncs uint64
 	// nlink 0 and persisted as an orphan: the inode is kept until released.
 	orphan bool
 	// tmpfile: made by O_TMPFILE and not linked yet, so Link may name it.
@@ -184,7 +187,14 @@ func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
 	if err != nil {
 		return Attr{}, err
 	}
-	defer f.maybeForgetLocked(n)
+	// Pin n: a truncation may release mu (see Write).
+	n.opens++
+	defer func() {
+		if n.opens > 0 {
+			n.opens--
+		}
+		f.maybeForgetLocked(n)
+	}()
 	if in.Size != nil {
 		if n.attr.IsDir() {
 			return Attr{}, syscall.EISDIR
