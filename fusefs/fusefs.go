@@ -202,9 +202,20 @@ func (r *rawFS) fillAttr(a *fs.Attr, out *fuse.Attr) {
 	out.Nlink = a.Nlink
 	out.Uid, out.Gid = a.Uid, a.Gid
 	out.Rdev = a.Rdev
-	out.Atime, out.Atimensec = uint64(a.Atime/1e9), uint32(a.Atime%1e9)
-	out.Mtime, out.Mtimensec = uint64(a.Mtime/1e9), uint32(a.Mtime%1e9)
-	out.Ctime, out.Ctimensec = uint64(a.Ctime/1e9), uint32(a.Ctime%1e9)
+	out.Atime, out.Atimensec = splitNano(a.Atime)
+	out.Mtime, out.Mtimensec = splitNano(a.Mtime)
+	out.Ctime, out.Ctimensec = splitNano(a.Ctime)
+}
+
+// splitNano splits nanoseconds since the epoch into seconds and a
+// nanosecond part in [0, 1e9), flooring so that times before 1970 keep
+// their value (the kernel reads the seconds as signed).
+func splitNano(ns int64) (uint64, uint32) {
+	sec, nsec := ns/1e9, ns%1e9
+	if nsec < 0 {
+		sec, nsec = sec-1, nsec+1e9
+	}
+	return uint64(sec), uint32(nsec)
 }
 
 func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
@@ -367,6 +378,13 @@ func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte)
 }
 
 func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+	if name == "system.posix_acl_access" || name == "system.posix_acl_default" {
+		// POSIX ACLs are not negotiated (CAP_POSIX_ACL): the kernel would
+		// neither enforce a stored ACL nor fold it into the mode. Refuse
+		// them as a filesystem without ACLs does, so that cp -a, tar and
+		// rsync fall back to chmod instead of losing the permissions.
+		return fuse.Status(syscall.EOPNOTSUPP)
+	}
 	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
 }
 
