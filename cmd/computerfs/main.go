@@ -35,6 +35,7 @@ func allCommands() []command {
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
 		{"limit", "WORKSPACE [SIZE]", "show or change the workspace size limit", cmdLimit},
+		{"bench", "[options]", "run the fio-style benchmarks side by side on computerfs, ext4 and tmpfs", cmdBench},
 	}
 }
 
@@ -74,11 +75,18 @@ func run(ctx context.Context, e *env, args []string) int {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
+			if ec, ok := err.(exitCode); ok {
+				return int(ec) // the command has said why (usage)
+			}
 			if err != nil {
 				fmt.Fprintf(e.stderr, "computerfs %s: %v\n", c.name, err)
 				var ec exitCode
 				if errors.As(err, &ec) {
 					return int(ec)
+				}
+				var ue usageError
+				if errors.As(err, &ue) {
+					return 2
 				}
 				return 1
 			}
@@ -98,6 +106,12 @@ func run(ctx context.Context, e *env, args []string) int {
 type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a command line that does not parse (exit status 2, as for
+// a wrong number of arguments); the flag package has printed the usage.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 // newFlags makes a FlagSet whose --help prints the command's usage.
 func newFlags(e *env, name, args, summary string) *flag.FlagSet {
@@ -126,7 +140,10 @@ func parse(e *env, name string, args []string, setup func(*flag.FlagSet)) (*flag
 		setup(fl)
 	}
 	if err := fl.Parse(interleave(fl, args)); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
 	}
 	return fl, nil
 }

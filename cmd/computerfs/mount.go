@@ -123,6 +123,11 @@ func readyReporter() func(error) {
 }
 
 func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther, debug bool, ready func(error)) error {
+	// Catch signals before the mount is live: one that arrives just after
+	// must unmount, not kill the process and leave a dead mount behind.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
@@ -148,9 +153,6 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther)
 	ready(nil)
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	select {
 	case s := <-sigs:
 		e.log.Info("unmounting", "signal", s.String())
