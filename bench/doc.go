@@ -1,0 +1,47 @@
+// Package bench is computerfs's benchmark runner: it runs the same named
+// workloads side by side on several targets (a fresh computerfs mount, an
+// ext4 directory, a tmpfs, and any directory the caller names) and reports
+// how computerfs compares.
+//
+// It owns:
+//
+//   - the workload catalogue (shell workloads such as creating 1000 small
+//     files, dd, cp, git and tar, each split into untimed setup, timed run
+//     and untimed cleanup) and the inputs they share, made once per run in
+//     an ext4 scratch directory;
+//   - the targets: mounting a fresh workspace in-process with fs.Open and
+//     fusefs.Mount, mounting a tmpfs, choosing an ext4 directory, and
+//     tearing all of them down;
+//   - the runner: targets interleaved (A B C A B C ...), one uncounted
+//     warm-up round, then the median, minimum and maximum of N runs and
+//     each target's ratio to the baseline (ext4);
+//   - a small fio job-file format (a subset of fio's INI) with its parser,
+//     a Go engine that runs job files (MiB/s, IOPS, latency percentiles)
+//     and a driver for the real fio, whose numbers are shown beside ours;
+//   - the scale scenarios (daemon RSS while writing, write amplification,
+//     a million-file workspace), which run only when asked for;
+//   - the reports: a terminal table, a progress bar, JSON and an SVG bar
+//     chart.
+//
+// It uses fs and fusefs only through their public APIs and changes neither.
+// The computerfs bench command is a thin door onto Run.
+//
+// # Running
+//
+//	computerfs bench                     # everything but the scenarios, 5 runs (needs root for FUSE, tmpfs, drop_caches)
+//	computerfs bench --runs 3 --json r.json --svg r.svg
+//	computerfs bench --only 'write|read' --target xfs=/mnt/xfs
+//	computerfs bench --fio               # also run bench/jobs/*.fio through the real fio
+//	computerfs bench --scenario write-amp,million-files --scale 0.01
+//	computerfs bench --list
+//	go test -run '^$' -bench . ./bench   # Go benchmarks of a few workloads
+//
+// # Measuring
+//
+// Each run of a workload gets a fresh directory on its target; after its
+// untimed cleanup the directory is removed, the computerfs workspace is
+// synced (fs.FS.Sync) and sync(2) is called, so that one run's write-back
+// does not land in the next run's time. The computerfs daemon runs in the
+// bench process, so its CPU time competes with the workload's processes,
+// as a real daemon's would.
+package bench

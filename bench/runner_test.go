@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func needMount(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("FUSE mounts and tmpfs need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse")
+	}
+}
+
+func mounted(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), path)
+}
+
+// TestRunEndToEnd is computerfs bench --runs 1 --only create on the
+// computerfs and ext4 targets.
+func TestRunEndToEnd(t *testing.T) {
+	needMount(t)
+	scratch := t.TempDir()
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		Runs:     1,
+		Only:     "create",
+		Targets:  []string{TargetComputerfs, TargetExt4},
+		Scratch:  scratch,
+		Progress: &progress,
+		Logger:   testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failures(); len(f) > 0 {
+		t.Fatalf("failures: %v", f)
+	}
+	var names []string
+	for _, w := range rep.Workloads {
+		names = append(names, w.Name)
+	}
+	if strings.Join(names, ",") != "create-1000,tree-create" {
+		t.Fatalf("workloads %v, want create-1000 and tree-create", names)
+	}
+	if len(rep.Targets) != 2 || rep.Targets[0].FSType != "fuse" || rep.Targets[1].FSType != "ext4" {
+		t.Fatalf("targets %+v", rep.Targets)
+	}
+	for _, w := range rep.Workloads {
+		if len(w.Results) != 2 {
+			t.Fatalf("%s: %d results", w.Name, len(w.Results))
+		}
+		for _, r := range w.Results {
+			if len(r.Samples) != 1 || r.Primary == nil || r.Primary.N != 1 || r.Ratio == nil || r.Primary.Median <= 0 {
+				t.Fatalf("%s on %s: %+v", w.Name, r.Target, r)
+			}
+		}
+		if *w.Results[1].Ratio != 1 {
+			t.Errorf("%s: ext4's ratio to itself is %g", w.Name, *w.Results[1].Ratio)
+		}
+	}
+	if n := strings.Count(progress.String(), "\n"); n != 2 {
+		t.Errorf("progress has %d lines, want one per workload:\n%s", n, progress.String())
+	}
+	// Everything is torn down.
+	if mounted(t, scratch) {
+		t.Error("a mount under the scratch directory is left behind")
+	}
+	if ents, _ := os.ReadDir(scratch); len(ents) != 0 {
+		t.Errorf("scratch directory not cleaned: %v", ents)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "tree-create") || !strings.Contains(table.String(), "1.00x") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+func TestTmpfsTarget(t *testing.T) {
+	needMount(t)
+	root := t.TempDir()
+	tg, err := TmpfsTarget(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.FSType != "tmpfs" {
+		t.Errorf("fstype %s", tg.FSType)
+	}
+	if err := tg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(t, root) {
+		t.Error("tmpfs still mounted")
+	}
+}
+
+func TestRunOnceFailure(t *testing.T) {
+	tg, err := DirTarget("dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := &Workload{Name: "fails", Run: timedShell(func(*Env) string { return "echo oops >&2; exit 3" })}
+	_, _, err = RunOnce(context.Background(), w, tg, nil, 0, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "oops") || !strings.HasPrefix(err.Error(), "run: ") {
+		t.Fatalf("err %v, want the exit status and stderr of the timed step", err)
+	}
+	if ents, _ := os.ReadDir(tg.Dir); len(ents) != 0 {
+		t.Errorf("run directory left behind: %v", ents)
+	}
+	ok := &Workload{Name: "a/b", Setup: func(ctx context.Context, e *Env) error {
+		e.Note("noted")
+		return os.WriteFile(filepath.Join(e.Dir, "x"), nil, 0o644)
+	}, Run: timedShell(func(*Env) string { return "test -f x" })}
+	s, notes, err := RunOnce(context.Background(), ok, tg, nil, 1, testLogger(t))
+	if err != nil || s.Seconds <= 0 || len(notes) != 1 {
+		t.Fatalf("RunOnce = %+v, %v, %v", s, notes, err)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	c, err := Select(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Workloads) < 20 || len(c.Scenarios) != 0 {
+		t.Errorf("default selection: %d workloads, %d scenarios", len(c.Workloads), len(c.Scenarios))
+	}
+	c, err = Select(Config{Only: "^jobs/seq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Workloads {
+		if !strings.HasPrefix(w.Name, "jobs/seq") || w.Primary != MetricMiBs {
+			t.Errorf("--only ^jobs/seq selected %s", w.Name)
+		}
+	}
+	c, err = Select(Config{Scenarios: []string{"write-amp"}})
+	if err != nil || len(c.Workloads) != 0 || len(c.Scenarios) != 1 {
+		t.Errorf("--scenario write-amp: %v, %+v", err, c)
+	}
+	c, err = Select(Config{All: true})
+	if err != nil || len(c.Scenarios) != len(Scenarios()) || len(c.Workloads) < 20 {
+		t.Errorf("--all: %v", err)
+	}
+	if _, err := Select(Config{Scenarios: []string{"nope"}}); err == nil {
+		t.Error("unknown scenario accepted")
+	}
+	if _, err := Select(Config{Only: "("}); err == nil {
+		t.Error("bad regexp accepted")
+	}
+	if _, err := Select(Config{Only: "matches-nothing"}); err == nil {
+		t.Error("empty selection accepted")
+	}
+}
+
+func TestParseTargetSpec(t *testing.T) {
+	if ts, err := ParseTargetSpec("xfs=/mnt/x"); err != nil || ts.Name != "xfs" || ts.Dir != "/mnt/x" {
+		t.Errorf("got %+v, %v", ts, err)
+	}
+	for _, bad := range []string{"", "x", "=dir", "x=", "a/b=dir"} {
+		if _, err := ParseTargetSpec(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRealFio(t *testing.T) {
+	fio, ok := FioPath()
+	if !ok {
+		t.Skip("fio is not installed")
+	}
+	srcs, err := LoadJobFiles(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := srcs[0]
+	src.Text = []byte("[global]\nrw=write\nbs=64k\nsize=1m\nnumjobs=2\n[small]\n")
+	w := FioWorkload(src, fio)
+	tg, err := DirTarget("dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	s, _, err := RunOnce(context.Background(), &w, tg, nil, 0, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Metrics[MetricMiBs] <= 0 || s.Metrics[MetricIOPS] <= 0 {
+		t.Errorf("fio metrics %v", s.Metrics)
+	}
+}
