@@ -48,6 +48,7 @@ func (f *FS) setEntryLocked(d *node, name string, de dirent) {
 		d.entries = make(map[string]*entryChange)
 	}
 	d.entries[name] = &entryChange{d: de, gen: f.bump()}
+	d.listGen = f.gen
 	f.dirty[d.attr.Ino] = d
 }
 
@@ -524,13 +525,42 @@ type DirEntry struct {
 // ReadDir lists a directory, "." and ".." first, then the entries in name
 // order. It returns a snapshot: callers page through it.
 func (f *FS) ReadDir(ino Ino) ([]DirEntry, error) {
+	list, _, err := f.ListDir(ino)
+	return list, err
+}
+
+// DirGen returns a number that changes whenever the entries of directory
+// ino change, so that a caller can keep a listing until then.
+func (f *FS) DirGen(ino Ino) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, err := f.dirLocked(ino)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer f.maybeForgetLocked(d)
+	return f.listGenLocked(d), nil
+}
+
+func (f *FS) listGenLocked(d *node) uint64 {
+	if d.listGen == 0 {
+		// Loaded from the store since its last change: any number above
+		// every generation handed out before will do.
+		d.listGen = f.bump()
+	}
+	return d.listGen
+}
+
+// ListDir is ReadDir with the listing's DirGen.
+func (f *FS) ListDir(ino Ino) ([]DirEntry, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.dirLocked(ino)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.maybeForgetLocked(d)
+	gen := f.listGenLocked(d)
 	list := []DirEntry{
 		{Name: ".", Ino: d.attr.Ino, Type: syscall.S_IFDIR},
 		{Name: "..", Ino: d.attr.Parent, Type: syscall.S_IFDIR},
@@ -554,7 +584,7 @@ func (f *FS) ReadDir(ino Ino) ([]DirEntry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for name, ch := range d.entries {
 		if ch.d.Ino != 0 {
@@ -564,7 +594,7 @@ func (f *FS) ReadDir(ino Ino) ([]DirEntry, error) {
 	if len(d.entries) > 0 {
 		sort.Slice(stored, func(i, j int) bool { return stored[i].Name < stored[j].Name })
 	}
-	return append(list, stored...), nil
+	return append(list, stored...), gen, nil
 }
 
 // Open takes an open reference on an inode; Release drops it.

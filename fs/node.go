@@ -21,6 +21,9 @@ type node struct {
 	// entries overlays a directory's committed entries: name → change.
 	// A change with Ino 0 is a removal.
 	entries map[string]*entryChange
+	// listGen changes with the directory's entries (see DirGen); 0 until
+	// asked for. It is not stored: a reloaded node gets a fresh one.
+	listGen uint64
 	// xattrs overlays committed extended attributes.
 	xattrs map[string]*xattrChange
 	// slots are the chunks of a file that differ from the store.

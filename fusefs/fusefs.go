@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -162,10 +163,8 @@ func (s *Server) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
 }
 
 type handle struct {
-	ino     fs.Ino
-	flags   uint32
-	entries []fs.DirEntry // directories: the listing being paged
-	fresh   bool          // entries were taken by OpenDir and not read yet
+	ino   fs.Ino
+	flags uint32
 }
 
 type rawFS struct {
@@ -178,6 +177,8 @@ type rawFS struct {
 	mu      sync.Mutex
 	handles map[uint64]*handle
 	nextFh  uint64
+
+	dirs listings
 }
 
 func (r *rawFS) String() string { return "computerfs" }
@@ -443,18 +444,15 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 	return fuse.OK
 }
 
+// Open and OpenDir answer ENOSYS: the kernel then never sends OPEN,
+// OPENDIR, RELEASE or RELEASEDIR again, opens cost no round trip, and it
+// keeps file pages and directory listings cached across opens
+// (FOPEN_KEEP_CACHE and FOPEN_CACHE_DIR are its defaults without open).
+// Nothing is lost: an unlinked open file stays alive through the kernel's
+// lookup reference, O_APPEND offsets come from the kernel, and dirty
+// chunks reach the store by the committer's tick or by fsync.
 func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	a, err := r.fs.Open(fs.Ino(in.NodeId))
-	if err != nil {
-		return errStatus(err)
-	}
-	if a.IsDir() {
-		r.fs.Release(a.Ino)
-		return fuse.EISDIR
-	}
-	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
-	out.OpenFlags = openFlags
-	return fuse.OK
+	return fuse.ENOSYS
 }
 
 func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
@@ -500,7 +498,9 @@ func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekO
 	return fuse.OK
 }
 
-func (r *rawFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.OK }
+// Flush answers ENOSYS so that the kernel stops sending FLUSH on close:
+// locks are the kernel's, and close does not wait for durability.
+func (r *rawFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.ENOSYS }
 
 func (r *rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	if hd := r.dropHandle(in.Fh); hd != nil {
@@ -521,31 +521,23 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Sta
 }
 
 func (r *rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	entries, err := r.fs.ReadDir(fs.Ino(in.NodeId))
+	return fuse.ENOSYS // see Open
+}
+
+// readDir serves READDIR(PLUS) without open handles. Offsets are cookies
+// derived from the names and the listing is sorted by cookie, so a reader
+// resumes correctly wherever it stopped, whatever changed meanwhile, as in
+// ext4's hash order. Listings are cached per directory until it changes.
+func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
+	dir := fs.Ino(in.NodeId)
+	l, err := r.dirs.get(r.fs, dir)
 	if err != nil {
 		return errStatus(err)
 	}
-	out.Fh = r.newHandle(&handle{ino: fs.Ino(in.NodeId), entries: entries, fresh: true})
-	return fuse.OK
-}
-
-func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
-	hd := r.handle(in.Fh)
-	if hd == nil {
-		return fuse.EBADF
-	}
-	if in.Offset == 0 && !hd.fresh {
-		// rewinddir: take a fresh listing.
-		entries, err := r.fs.ReadDir(hd.ino)
-		if err != nil {
-			return errStatus(err)
-		}
-		hd.entries = entries
-	}
-	hd.fresh = false
-	for i := int(in.Offset); i < len(hd.entries); i++ {
-		e := hd.entries[i]
-		de := fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type, Off: uint64(i + 1)}
+	i := sort.Search(len(l.cookies), func(i int) bool { return l.cookies[i] > in.Offset })
+	for ; i < len(l.entries); i++ {
+		e := l.entries[i]
+		de := fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type, Off: l.cookies[i]}
 		if !plus {
 			if !out.AddDirEntry(de) {
 				break
@@ -559,7 +551,7 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 		if e.Name == "." || e.Name == ".." {
 			continue // the kernel takes no reference on these
 		}
-		a, err := r.fs.Lookup(fs.Caller{Uid: in.Uid, Gid: in.Gid, Kernel: true}, hd.ino, e.Name)
+		a, err := r.fs.Lookup(fs.Caller{Uid: in.Uid, Gid: in.Gid, Kernel: true}, dir, e.Name)
 		if err != nil {
 			continue // gone since the listing was taken; the kernel skips nodeid 0
 		}
@@ -575,8 +567,6 @@ func (r *rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEn
 func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	return r.readDir(in, out, true)
 }
-
-func (r *rawFS) ReleaseDir(in *fuse.ReleaseIn) { r.dropHandle(in.Fh) }
 
 func (r *rawFS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
 	st := r.fs.StatFS()
