@@ -145,9 +145,12 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err := checkExtent(path, opts.LockTimeout); err != nil {
 		return nil, err
 	}
+	// The freelist is synced with every commit: without it, bbolt rebuilds
+	// it at open by walking every page, which took 13.7 s for a 22 GiB
+	// store of a million files (and panicked on a damaged page); with it,
+	// open reads two meta pages and the freelist (9 ms for 200,000 files).
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
-		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: 1 << 30,
 		ReadOnly:        opts.ReadOnly,
