@@ -364,6 +364,32 @@ type Prepared struct {
 	Len   int    // plaintext length
 	Codec byte   // CodecRaw or CodecS2
 	Body  []byte // stored bytes
+	// value is the whole stored value (header and body) when it was built
+	// off the commit path; Put then stores it without copying.
+	value []byte
+}
+
+// HeaderSize is the size of the header stored in front of every body.
+const HeaderSize = bodyHeaderSize
+
+// PrepareFramed is Prepare for a chunk whose plaintext sits at
+// frame[HeaderSize:], with room for the header in front. A chunk kept raw
+// is stored straight from frame, and a compressed one from a new buffer
+// holding its header: either way the single committer copies nothing and
+// the work is done by the caller's (parallel) goroutine. frame must not
+// change until the Prepared has been put.
+func PrepareFramed(frame, scratch []byte) Prepared {
+	data := frame[HeaderSize:]
+	p := Prepare(data, scratch)
+	h := bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}
+	if p.Codec == CodecRaw {
+		h.append(frame[:0])
+		p.value = frame
+	} else {
+		p.value = append(h.append(make([]byte, 0, HeaderSize+len(p.Body))), p.Body...)
+	}
+	p.Body = p.value[HeaderSize:]
+	return p
 }
 
 // Prepare hashes data and compresses it into scratch (which may be nil).
@@ -408,9 +434,12 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 		return false, err
 	}
 	e := indexEntry{Seq: seq, Refs: 1, Len: uint32(p.Len), Stored: uint32(len(p.Body))}
-	val := make([]byte, 0, bodyHeaderSize+len(p.Body))
-	val = bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}.append(val)
-	val = append(val, p.Body...)
+	val := p.value
+	if val == nil {
+		val = make([]byte, 0, bodyHeaderSize+len(p.Body))
+		val = bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}.append(val)
+		val = append(val, p.Body...)
+	}
 	if err := bodies.Put(seqKey(seq), val); err != nil {
 		return false, err
 	}

@@ -314,8 +314,7 @@ func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 			delete(n.slots, s.idx)
 			touched[s.ino] = n
 		}
-		f.putBufLocked(s.buf)
-		s.buf = nil
+		f.freeBufLocked(s)
 	}
 	for ino, n := range touched {
 		if !n.isDirty() {

@@ -25,6 +25,7 @@ type slot struct {
 	state      slotState
 	gen        uint64
 	buf        []byte // chunk plaintext up to hi; nil for holes and shared chunks
+	frame      []byte // buf with the stored header's room in front
 	hi         int    // bytes of buf in use: past it the chunk reads as zeros
 	prep       chunkstore.Prepared
 	hole       bool // all zeros: committed as the absence of a chunk
@@ -69,25 +70,31 @@ func (f *FS) waitLocked(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (f *FS) takeBufLocked() []byte {
+// takeBufLocked gives s a chunk buffer from the pool. Each buffer sits in
+// a frame with room for the stored header in front, so that a chunk kept
+// raw is stored straight from it (see chunkstore.PrepareFramed).
+func (f *FS) takeBufLocked(s *slot) {
+	var frame []byte
 	if n := len(f.freeBufs); n > 0 {
-		b := f.freeBufs[n-1]
+		frame = f.freeBufs[n-1]
 		f.freeBufs = f.freeBufs[:n-1]
-		f.bufCount++
-		return b
+	} else {
+		frame = make([]byte, chunkstore.HeaderSize+f.chunkSize)
 	}
 	f.bufCount++
-	return make([]byte, f.chunkSize)
+	s.frame, s.buf = frame, frame[chunkstore.HeaderSize:]
 }
 
-func (f *FS) putBufLocked(b []byte) {
-	if b == nil {
+// freeBufLocked returns s's buffer, if it has one, to the pool.
+func (f *FS) freeBufLocked(s *slot) {
+	if s.frame == nil {
 		return
 	}
 	f.bufCount--
 	if len(f.freeBufs) < f.bufMax {
-		f.freeBufs = append(f.freeBufs, b[:f.chunkSize])
+		f.freeBufs = append(f.freeBufs, s.frame)
 	}
+	s.frame, s.buf = nil, nil
 	f.cond.Broadcast()
 }
 
@@ -97,8 +104,7 @@ func (f *FS) supersedeLocked(s *slot) {
 	s.superseded = true
 	switch s.state {
 	case slotDirty, slotPrepared:
-		f.putBufLocked(s.buf)
-		s.buf = nil
+		f.freeBufLocked(s)
 	}
 	// slotSealed: the worker frees it; slotCommitting: the committer does.
 }
@@ -128,31 +134,25 @@ func (f *FS) sealAllLocked(n *node) {
 // prepare hashes and compresses one chunk; all-zero chunks are holes.
 // Trailing zeros are not stored: a chunk's plaintext ends at its last
 // non-zero byte, so that a small file costs only its bytes.
-func prepare(buf, scratch []byte) (chunkstore.Prepared, bool) {
-	buf = trimZeros(buf)
-	if len(buf) == 0 {
+func prepare(s *slot, scratch []byte) (chunkstore.Prepared, bool) {
+	n := len(trimZeros(s.buf[:s.hi]))
+	if n == 0 {
 		return chunkstore.Prepared{}, true
 	}
-	p := chunkstore.Prepare(buf, scratch)
-	if p.Codec != chunkstore.CodecRaw {
-		p.Body = append([]byte(nil), p.Body...)
-	}
-	return p, false
+	return chunkstore.PrepareFramed(s.frame[:chunkstore.HeaderSize+n], scratch), false
 }
 
 func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	f.pending--
 	defer f.cond.Broadcast()
 	if s.superseded {
-		f.putBufLocked(s.buf)
-		s.buf = nil
+		f.freeBufLocked(s)
 		return
 	}
 	s.state = slotPrepared
 	s.prep, s.hole = p, hole
 	if hole {
-		f.putBufLocked(s.buf)
-		s.buf = nil
+		f.freeBufLocked(s)
 	}
 }
 
@@ -176,7 +176,7 @@ func (f *FS) worker() {
 			}
 			continue
 		}
-		p, hole := prepare(s.buf[:s.hi], scratch)
+		p, hole := prepare(s, scratch)
 		f.mu.Lock()
 		f.finishPrepareLocked(s, p, hole)
 		f.mu.Unlock()
@@ -244,7 +244,7 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 	}
 	truncs := n.truncs
 	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
-	s.buf = f.takeBufLocked()
+	f.takeBufLocked(s)
 	var data []byte
 	var err error
 	switch {
@@ -262,14 +262,14 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 		}
 	}
 	if err != nil {
-		f.putBufLocked(s.buf)
+		f.freeBufLocked(s)
 		return nil, err
 	}
 	s.hi = copy(s.buf, data)
 	if cur := n.slots[idx]; cur != old || n.truncs != truncs {
 		// Someone else made a slot while mu was released: use theirs.
 		// Or truncated the file: what was read may be gone.
-		f.putBufLocked(s.buf)
+		f.freeBufLocked(s)
 		if cur != old && cur != nil && cur.state == slotDirty {
 			return cur, nil
 		}
@@ -316,7 +316,8 @@ func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
 	if old != nil {
 		f.supersedeLocked(old)
 	}
-	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty, buf: f.takeBufLocked()}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
+	f.takeBufLocked(s)
 	if n.slots == nil {
 		n.slots = make(map[uint64]*slot)
 	}
