@@ -505,6 +505,19 @@ func (t *Tx) Unref(id ID) error {
 	})
 }
 
+// Len returns the plaintext length of a stored chunk without reading it.
+func (t *Tx) Len(id ID) (int, error) {
+	v := t.Bucket(bucketIndex).Get(id[:])
+	if v == nil {
+		return 0, fmt.Errorf("len %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return 0, t.corrupt(id, err)
+	}
+	return int(e.Len), nil
+}
+
 // Refs returns the reference count of a stored chunk, 0 if absent.
 func (t *Tx) Refs(id ID) (uint64, error) {
 	v := t.Bucket(bucketIndex).Get(id[:])

@@ -20,13 +20,21 @@ const (
 
 // slot is one chunk of a file that differs from the store.
 type slot struct {
-	ino        Ino
-	idx        uint64
-	state      slotState
-	gen        uint64
-	buf        []byte // chunk plaintext up to hi; nil for holes and shared chunks
-	frame      []byte // buf with the stored header's room in front
-	hi         int    // bytes of buf in use: past it the chunk reads as zeros
+	ino   Ino
+	idx   uint64
+	state slotState
+	gen   uint64
+	buf   []byte // chunk plaintext up to hi; nil for holes and shared chunks
+	frame []byte // buf with the stored header's room in front
+	// A slot made by a partial write over a stored chunk does not read
+	// that chunk first (a 4 KiB write must not cost a 1 MiB decode): the
+	// base chunk shows through every page not marked present, up to
+	// baseLen, until a worker (or a reader) merges it into buf.
+	base       chunkstore.ID
+	hasBase    bool
+	baseLen    int
+	present    []uint64 // bitmap of pages of buf written whole
+	hi         int      // bytes of buf in use: past it the chunk reads as zeros
 	prep       chunkstore.Prepared
 	hole       bool // all zeros: committed as the absence of a chunk
 	shared     bool // refers to a stored chunk by ID (copy_file_range)
@@ -162,10 +170,12 @@ func (f *FS) worker() {
 	for {
 		f.mu.Lock()
 		var s *slot
+		var hasBase bool
 		if n := len(f.queue); n > 0 {
 			s = f.queue[0]
 			f.queue[0] = nil
 			f.queue = f.queue[1:]
+			hasBase = s.hasBase
 		}
 		f.mu.Unlock()
 		if s == nil {
@@ -176,11 +186,93 @@ func (f *FS) worker() {
 			}
 			continue
 		}
-		p, hole := prepare(s, scratch)
-		f.mu.Lock()
-		f.finishPrepareLocked(s, p, hole)
-		f.mu.Unlock()
+		if !hasBase || f.mergeBase(s) {
+			p, hole := prepare(s, scratch)
+			f.mu.Lock()
+			f.finishPrepareLocked(s, p, hole)
+			f.mu.Unlock()
+		}
 	}
+}
+
+// pageSize is the granularity of a slot's present bitmap.
+const pageSize = 4096
+
+func (s *slot) isPresent(p int) bool { return s.present[p/64]&(1<<(p%64)) != 0 }
+
+// mergeBase reads a sealed slot's base chunk and merges it into buf. It
+// reports false if the slot was superseded meanwhile (and then freed).
+func (f *FS) mergeBase(s *slot) bool {
+	f.mu.Lock()
+	id, ok := s.base, s.hasBase && !s.superseded
+	f.mu.Unlock()
+	var data []byte
+	if ok {
+		var err error
+		if data, err = f.loadChunk(id); err != nil {
+			// The base is damaged (loadChunk has logged it): its bytes
+			// read as zeros from now on, the rest of the write survives.
+			data = nil
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.superseded {
+		f.pending--
+		f.freeBufLocked(s)
+		f.cond.Broadcast()
+		return false
+	}
+	if s.hasBase {
+		s.merge(data)
+		f.cond.Broadcast()
+	}
+	return true
+}
+
+// merge copies the visible bytes of the base chunk into the pages of buf
+// not written whole, and forgets the base.
+func (s *slot) merge(base []byte) {
+	base = base[:min(len(base), s.baseLen)]
+	for p := 0; p*pageSize < s.hi; p++ {
+		if s.isPresent(p) {
+			continue
+		}
+		start := p * pageSize
+		end := min(start+pageSize, s.hi)
+		// Bytes past baseLen were written (or zero-filled) into buf.
+		m := 0
+		if start < len(base) {
+			m = copy(s.buf[start:min(end, len(base))], base[start:])
+		}
+		if start+m < min(end, s.baseLen) {
+			clear(s.buf[start+m : min(end, s.baseLen)])
+		}
+	}
+	s.hasBase, s.present, s.baseLen = false, nil, 0
+}
+
+// settleBaseLocked merges the base of a slot a reader or a partial writer
+// needs whole: it reads the base itself for a dirty slot, or waits for the
+// worker that owns a sealed one. mu may be released: callers start over.
+func (f *FS) settleBaseLocked(ctx context.Context, n *node, s *slot) error {
+	if s.state != slotDirty {
+		for s.hasBase && !s.superseded && n.slots[s.idx] == s {
+			if err := f.waitLocked(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	id := s.base
+	data, err := f.loadChunkLocked(id)
+	if err != nil {
+		return err
+	}
+	if s.hasBase && s.base == id && !s.superseded {
+		s.merge(data)
+	}
+	return nil
 }
 
 // trimZeros returns b without its trailing zero bytes.
@@ -250,22 +342,28 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 	switch {
 	case old != nil && old.buf != nil:
 		data = old.buf[:old.hi]
+		if old.hasBase {
+			s.base, s.hasBase, s.baseLen = old.base, true, old.baseLen
+			s.present = append([]uint64(nil), old.present...)
+		}
 	case old != nil && old.shared:
-		data, err = f.loadChunkLocked(old.prep.ID)
+		err = f.setBaseLocked(s, old.prep.ID)
 	case old != nil: // a hole
 	case idx*uint64(f.chunkSize) < n.attr.Size:
 		var id chunkstore.ID
 		var ok bool
 		id, ok, err = f.storedChunkLocked(n, idx)
 		if ok && err == nil {
-			data, err = f.loadChunkLocked(id)
+			err = f.setBaseLocked(s, id)
 		}
 	}
 	if err != nil {
 		f.freeBufLocked(s)
 		return nil, err
 	}
-	s.hi = copy(s.buf, data)
+	if !s.hasBase || data != nil {
+		s.hi = copy(s.buf, data)
+	}
 	if cur := n.slots[idx]; cur != old || n.truncs != truncs {
 		// Someone else made a slot while mu was released: use theirs.
 		// Or truncated the file: what was read may be gone.
@@ -288,6 +386,40 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 
 var errRetry = errors.New("retry")
 
+// setBaseLocked makes stored chunk id the base of a new slot, reading only
+// its length.
+func (f *FS) setBaseLocked(s *slot, id chunkstore.ID) error {
+	var l int
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		var err error
+		l, err = tx.Len(id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.base, s.hasBase, s.baseLen, s.hi = id, true, l, l
+	s.present = make([]uint64, (f.chunkSize/pageSize+63)/64)
+	return nil
+}
+
+// needsBase reports whether writing [off, off+len) into s would leave a
+// page partly written over base bytes that are not in buf yet.
+func (s *slot) needsBase(off, length int) bool {
+	if !s.hasBase {
+		return false
+	}
+	for _, b := range [2]int{off, off + length - 1} {
+		p := b / pageSize
+		start := p * pageSize
+		whole := off <= start && off+length >= start+pageSize
+		if !whole && !s.isPresent(p) && start < s.baseLen {
+			return true
+		}
+	}
+	return false
+}
+
 // writeSlot copies data into s at off, zero-filling any gap past hi.
 func (s *slot) write(off int, data []byte) {
 	if off > s.hi {
@@ -295,6 +427,11 @@ func (s *slot) write(off int, data []byte) {
 	}
 	copy(s.buf[off:], data)
 	s.hi = max(s.hi, off+len(data))
+	if s.hasBase {
+		for p := (off + pageSize - 1) / pageSize; (p+1)*pageSize <= off+len(data); p++ {
+			s.present[p/64] |= 1 << (p % 64)
+		}
+	}
 }
 
 // read copies the slot's bytes at off into out, zeros past hi.
@@ -407,6 +544,13 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				return fail(err)
 			}
 		}
+		if s.needsBase(inChunk, piece) {
+			// A page partly written over bytes not read yet: read them.
+			if err := f.settleBaseLocked(ctx, n, s); err != nil {
+				return fail(err)
+			}
+			continue // mu was released: look again
+		}
 		s.write(inChunk, data[written:written+piece])
 		s.gen = f.bump()
 		written += piece
@@ -435,8 +579,8 @@ func (f *FS) Read(ctx context.Context, ino Ino, off int64, dest []byte) (int, er
 		return 0, syscall.EINVAL
 	}
 	for attempt := 0; ; attempt++ {
-		n, retry, err := f.readOnce(ino, off, dest)
-		if !retry || attempt >= 5 {
+		n, retry, err := f.readOnce(ctx, ino, off, dest)
+		if !retry || attempt >= 50 {
 			return n, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -451,7 +595,7 @@ type pendingRead struct {
 	inChunk int
 }
 
-func (f *FS) readOnce(ino Ino, off int64, dest []byte) (int, bool, error) {
+func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int, bool, error) {
 	f.mu.Lock()
 	n, err := f.getNodeLocked(ino)
 	if err != nil {
@@ -480,6 +624,11 @@ func (f *FS) readOnce(ino Ino, off int64, dest []byte) (int, bool, error) {
 		out := dest[done : done+piece]
 		if s := n.slots[idx]; s != nil {
 			switch {
+			case s.hasBase:
+				err := f.settleBaseLocked(ctx, n, s)
+				f.maybeForgetLocked(n)
+				f.mu.Unlock()
+				return 0, err == nil, err
 			case s.buf != nil:
 				s.read(inChunk, out)
 			case s.shared:
@@ -559,6 +708,7 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 		f.dirty[n.attr.Ino] = n
 		if tailSlot != nil {
 			tailSlot.hi = min(tailSlot.hi, int(size%cs))
+			tailSlot.baseLen = min(tailSlot.baseLen, tailSlot.hi)
 			tailSlot.gen = f.bump()
 		}
 	}
