@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS ?=
 
-.PHONY: all build run test test-short bench vet fmt clean
+.PHONY: all build run test test-short bench gobench vet fmt clean
 
 all: build
 
@@ -30,8 +30,13 @@ test: build vet
 test-short: build
 	$(GO) test -short -count=1 ./...
 
+# The side-by-side benchmark suite (root: FUSE, tmpfs, drop_caches); see BENCHMARKS.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/... ./fs/... ./chunkstore/...
+	$(BIN)/computerfs bench --json bench.json --svg bench.svg
+
+# Go benchmarks of a few workloads.
+gobench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/...
 
 clean:
 	rm -rf $(BIN)
