@@ -49,7 +49,7 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 			return nil
 		}
 		reachable[e.Seq] = true
-		raw := bodies.Get(seqKey(e.Seq))
+		raw := BodyValue(bodies, seqKey(e.Seq))
 		if raw == nil {
 			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "body missing"})
 			return nil
@@ -87,8 +87,11 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 			return nil
 		}
 		seq := bytesToSeq(k)
-		if !reachable[seq] {
+		switch {
+		case !reachable[seq]:
 			problems = append(problems, Problem{Seq: seq, Detail: "body not in the index (unreachable)"})
+		case v != nil:
+			problems = append(problems, Problem{Seq: seq, Detail: "body stored as a plain value, not in its own bucket"})
 		}
 		return nil
 	})
@@ -118,7 +121,7 @@ func (t *Tx) SetRefs(id ID, refs uint64) error {
 	}
 	if refs == 0 {
 		if e.Seq != 0 {
-			if err := t.Bucket(bucketBodies).Delete(seqKey(e.Seq)); err != nil {
+			if err := DeleteBodyValue(t.Bucket(bucketBodies), seqKey(e.Seq)); err != nil {
 				return err
 			}
 		}
@@ -152,6 +155,9 @@ func (t *Tx) DeleteUnreachableBodies() (n int, bytesFreed uint64, err error) {
 	err = bodies.ForEach(func(k, v []byte) error {
 		if !reachable[string(k)] {
 			dead = append(dead, bytes.Clone(k))
+			if v == nil {
+				v = BodyValue(bodies, k)
+			}
 			bytesFreed += uint64(len(v))
 		}
 		return nil
@@ -160,7 +166,7 @@ func (t *Tx) DeleteUnreachableBodies() (n int, bytesFreed uint64, err error) {
 		return 0, 0, err
 	}
 	for _, k := range dead {
-		if err := bodies.Delete(k); err != nil {
+		if err := DeleteBodyValue(bodies, k); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -20,6 +20,7 @@
 package chunkstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -270,7 +271,79 @@ func (s *Store) create(tx *bolt.Tx, chunkSize int) error {
 // migrations[v] upgrades a store from format v to v+1 inside one
 // transaction. Empty while only format 1 exists; a new format adds its step
 // here and bumps FormatVersion.
-var migrations = map[uint32]func(tx *bolt.Tx) error{}
+var migrations = map[uint32]func(tx *bolt.Tx) error{
+	1: migrateBodiesToBuckets,
+}
+
+// migrateBodiesToBuckets moves every body of a format 1 store, a plain
+// value under its sequence key, into a bucket of its own (format 2).
+func migrateBodiesToBuckets(tx *bolt.Tx) error {
+	old := tx.Bucket(bucketBodies)
+	if old == nil {
+		return fmt.Errorf("%w: chunk bodies bucket missing", ErrNotWorkspace)
+	}
+	seq := old.Sequence()
+	type kv struct{ k, v []byte }
+	var all []kv
+	if err := old.ForEach(func(k, v []byte) error {
+		if v != nil {
+			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(bucketBodies); err != nil {
+		return err
+	}
+	nb, err := tx.CreateBucket(bucketBodies)
+	if err != nil {
+		return err
+	}
+	if err := nb.SetSequence(seq); err != nil {
+		return err
+	}
+	for _, e := range all {
+		if err := PutBodyValue(nb, e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyBody is the one key inside a body's bucket.
+var keyBody = []byte("body")
+
+// BodyValue returns the stored value (header and body) under body key seq
+// of the chunks bucket, or nil. Each body has a bucket of its own, so that
+// bbolt never rewrites a body when a neighbour is added or removed (a leaf
+// holding big values is only split past four of them). Exported, like
+// PutBodyValue and DeleteBodyValue, for tools and tests that read or
+// damage the raw format; everyone else uses Tx.
+func BodyValue(bodies *bolt.Bucket, seq []byte) []byte {
+	b := bodies.Bucket(seq)
+	if b == nil {
+		return nil
+	}
+	return b.Get(keyBody)
+}
+
+// PutBodyValue stores a raw body value under key seq, replacing any.
+func PutBodyValue(bodies *bolt.Bucket, seq, val []byte) error {
+	b, err := bodies.CreateBucketIfNotExists(seq)
+	if err != nil {
+		return err
+	}
+	return b.Put(keyBody, val)
+}
+
+// DeleteBodyValue deletes the body under key seq, whatever it holds.
+func DeleteBodyValue(bodies *bolt.Bucket, seq []byte) error {
+	if bodies.Bucket(seq) != nil {
+		return bodies.DeleteBucket(seq)
+	}
+	return bodies.Delete(seq)
+}
 
 func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 	meta := tx.Bucket(bucketMeta)
@@ -440,7 +513,7 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 		val = bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}.append(val)
 		val = append(val, p.Body...)
 	}
-	if err := bodies.Put(seqKey(seq), val); err != nil {
+	if err := PutBodyValue(bodies, seqKey(seq), val); err != nil {
 		return false, err
 	}
 	if err := idx.Put(p.ID[:], e.encode()); err != nil {
@@ -491,7 +564,7 @@ func (t *Tx) Unref(id ID) error {
 		}
 		return t.adjustStats(func(st *Stats) { st.LogicalBytes -= uint64(e.Len) })
 	}
-	if err := t.Bucket(bucketBodies).Delete(seqKey(e.Seq)); err != nil {
+	if err := DeleteBodyValue(t.Bucket(bucketBodies), seqKey(e.Seq)); err != nil {
 		return err
 	}
 	if err := idx.Delete(id[:]); err != nil {
@@ -544,7 +617,7 @@ func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, t.corrupt(id, err)
 	}
-	raw := t.Bucket(bucketBodies).Get(seqKey(e.Seq))
+	raw := BodyValue(t.Bucket(bucketBodies), seqKey(e.Seq))
 	if raw == nil {
 		return nil, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
 	}

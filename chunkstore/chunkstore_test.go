@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -163,7 +164,7 @@ func rawBody(t *testing.T, s *chunkstore.Store, id chunkstore.ID) (key, val []by
 			t.Fatalf("index entry of %s is %d bytes", id.Short(), len(e))
 		}
 		key = bytes.Clone(e[:8])
-		val = bytes.Clone(tx.Bucket(bucketBodies).Get(key))
+		val = bytes.Clone(chunkstore.BodyValue(tx.Bucket(bucketBodies), key))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestUnrefToZeroDeletesBodyAndIndex(t *testing.T) {
 	var body []byte
 	s.View(func(tx *chunkstore.Tx) error {
 		has = tx.Has(p.ID)
-		body = tx.Bucket(bucketBodies).Get(bodyKey)
+		body = chunkstore.BodyValue(tx.Bucket(bucketBodies), bodyKey)
 		return nil
 	})
 	if has || body != nil {
@@ -521,9 +522,9 @@ func TestGetAndCheckDetectCorruption(t *testing.T) {
 					return idx.Put(p.ID[:], tt.damageIndex(bytes.Clone(idx.Get(p.ID[:]))))
 				}
 				if tt.damage == nil {
-					return tx.Bucket(bucketBodies).Delete(key)
+					return chunkstore.DeleteBodyValue(tx.Bucket(bucketBodies), key)
 				}
-				return tx.Bucket(bucketBodies).Put(key, tt.damage(val))
+				return chunkstore.PutBodyValue(tx.Bucket(bucketBodies), key, tt.damage(val))
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -603,10 +604,10 @@ func TestUnreachableBodies(t *testing.T) {
 	// or a damaged index could leave.
 	if err := s.DB().Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
-		if err := b.Put(binary.BigEndian.AppendUint64(nil, 1000), val); err != nil {
+		if err := chunkstore.PutBodyValue(b, binary.BigEndian.AppendUint64(nil, 1000), val); err != nil {
 			return err
 		}
-		return b.Put(binary.BigEndian.AppendUint64(nil, 1001), []byte("junk"))
+		return chunkstore.PutBodyValue(b, binary.BigEndian.AppendUint64(nil, 1001), []byte("junk"))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -847,9 +848,9 @@ func TestOpenFormatVersion(t *testing.T) {
 		wantMsg []string
 	}{
 		{name: "newer", version: binary.BigEndian.AppendUint32(nil, chunkstore.FormatVersion+1),
-			wantErr: chunkstore.ErrNewerFormat, wantMsg: []string{"format version 2", "up to 1", "upgrade computerfs"}},
+			wantErr: chunkstore.ErrNewerFormat, wantMsg: []string{fmt.Sprintf("format version %d", chunkstore.FormatVersion+1), fmt.Sprintf("up to %d", chunkstore.FormatVersion), "upgrade computerfs"}},
 		{name: "newer read-only", version: binary.BigEndian.AppendUint32(nil, chunkstore.FormatVersion+1), ro: true,
-			wantErr: chunkstore.ErrNewerFormat, wantMsg: []string{"format version 2"}},
+			wantErr: chunkstore.ErrNewerFormat, wantMsg: []string{fmt.Sprintf("format version %d", chunkstore.FormatVersion+1)}},
 		{name: "much newer", version: binary.BigEndian.AppendUint32(nil, 1<<31),
 			wantErr: chunkstore.ErrNewerFormat, wantMsg: []string{"format version 2147483648"}},
 		{name: "older without an upgrade path", version: binary.BigEndian.AppendUint32(nil, 0),

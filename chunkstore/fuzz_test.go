@@ -55,7 +55,7 @@ func realRecords(f *testing.F) (index, bodies [][]byte, stats []byte) {
 			return nil
 		})
 		tx.Bucket(bucketBodies).ForEach(func(k, v []byte) error {
-			bodies = append(bodies, bytes.Clone(v))
+			bodies = append(bodies, bytes.Clone(BodyValue(tx.Bucket(bucketBodies), k)))
 			return nil
 		})
 		stats = bytes.Clone(tx.Bucket(bucketMeta).Get(keyStats))

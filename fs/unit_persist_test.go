@@ -597,9 +597,9 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
 				idx := tx.Bucket([]byte("chunkidx")).Get(w.chunkIDs[1][:])
 				bodies := tx.Bucket([]byte("chunks"))
-				v := bytes.Clone(bodies.Get(idx[:8]))
+				v := bytes.Clone(chunkstore.BodyValue(bodies, idx[:8]))
 				v[37+100] ^= 0xff
-				bodies.Put(idx[:8], v)
+				chunkstore.PutBodyValue(bodies, idx[:8], v)
 			},
 			wantProblem: "hash mismatch",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -662,7 +662,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "unreachable body",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket([]byte("chunks")).Put(inoKey(1<<40), []byte("orphaned body bytes"))
+				chunkstore.PutBodyValue(tx.Bucket([]byte("chunks")), inoKey(1<<40), []byte("orphaned body bytes"))
 			},
 			wantProblem: "unreachable",
 		},
@@ -745,7 +745,7 @@ func TestGC(t *testing.T) {
 		if err := tx.Ref(w.chunkIDs[0]); err != nil {
 			return err
 		}
-		if err := tx.Bucket([]byte("chunks")).Put(inoKey(1<<40), []byte("body nobody indexes")); err != nil {
+		if err := chunkstore.PutBodyValue(tx.Bucket([]byte("chunks")), inoKey(1<<40), []byte("body nobody indexes")); err != nil {
 			return err
 		}
 		stats, err = tx.Stats()

@@ -49,6 +49,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		extra, jobs                    listFlag
 		scenarios                      = listFlag{split: true}
 		scenarioNames                  []string
+		memLimit                       string
 	)
 	for _, s := range bench.Scenarios() {
 		scenarioNames = append(scenarioNames, s.Name)
@@ -67,6 +68,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fl.BoolVar(&withFio, "fio", false, "also run every job file through the real fio (if installed) and show its numbers beside ours")
 		fl.Var(&scenarios, "scenario", "run this scale scenario ("+strings.Join(scenarioNames, ", ")+"); repeatable or comma-separated; without --only, the workloads are skipped")
 		fl.BoolVar(&all, "all", false, "run every workload and every scale scenario")
+		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft heap limit of this process, which serves the computerfs mount (as mount --memory-limit)")
 		fl.Float64Var(&scale, "scale", 1, "multiply the sizes of the scale scenarios (0.01 for a quick look)")
 		fl.IntVar(&files, "files", defaults.Files, "files in the million-files scenario's workspace, before --scale")
 		fl.StringVar(&bytesStr, "bytes", "20G", "data in the million-files scenario's workspace, before --scale")
@@ -77,6 +79,9 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	if fl.NArg() != 0 {
 		fl.Usage()
 		return exitCode(2)
+	}
+	if err := setMemoryLimit(memLimit); err != nil {
+		return err
 	}
 	nbytes, err := parseSize(bytesStr)
 	if err != nil {

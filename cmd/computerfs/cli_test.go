@@ -387,12 +387,13 @@ func TestFsck(t *testing.T) {
 	updateStore(t, ws, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))
 		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			v := chunkstore.BodyValue(b, k)
 			if v[0] == chunkstore.CodecRaw && len(v) == 37+1<<20 {
 				nv := bytes.Clone(v)
 				nv[37+12345] ^= 0x40
 				damaged = hex.EncodeToString(nv[5:11])
-				return b.Put(bytes.Clone(k), nv)
+				return chunkstore.PutBodyValue(b, bytes.Clone(k), nv)
 			}
 		}
 		return fmt.Errorf("no raw 1 MiB chunk body found")
@@ -540,7 +541,7 @@ func TestStats(t *testing.T) {
 		makeStore(t, home, ws, mnt, map[string][]byte{"a": data, "sub/b": data})
 		s, out := stats(t, home, ws)
 		c := s.Chunks
-		if s.FormatVersion != 1 || s.ChunkSize != 1<<20 || s.LimitBytes != 10<<30 || s.Inodes != 4 || s.FileBytes != 2*size {
+		if s.FormatVersion != chunkstore.FormatVersion || s.ChunkSize != 1<<20 || s.LimitBytes != 10<<30 || s.Inodes != 4 || s.FileBytes != 2*size {
 			t.Errorf("stats: %+v", s)
 		}
 		if c.Chunks != 4 || c.LogicalBytes != 2*size || c.UniqueBytes != size || c.StoredBytes != size {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -47,12 +48,14 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		limitStr   string
 		debug      bool
 		allowOther string
+		memLimit   string
 	)
 	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
 		fl.BoolVar(&debug, "debug", false, "log every FUSE request")
 		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks: yes, no, or auto (yes as root)")
+		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
 	})
 	if err != nil {
 		return err
@@ -84,6 +87,9 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	case "auto":
 	default:
 		return fmt.Errorf("--allow-other: want yes, no or auto, not %q", allowOther)
+	}
+	if err := setMemoryLimit(memLimit); err != nil {
+		return err
 	}
 	if daemon {
 		return startDaemon(e, args)
@@ -250,6 +256,24 @@ func cmdUmount(ctx context.Context, e *env, args []string) error {
 			return nil
 		}
 		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	return nil
+}
+
+// defaultMemoryLimit keeps the heap, chunk buffers included, well under the
+// 256 MiB the daemon aims for while large writes stream through it.
+const defaultMemoryLimit = "160M"
+
+// setMemoryLimit sets the Go runtime's soft memory limit: without it, the
+// heap grows to twice what is live between collections, and bbolt's
+// per-commit page buffers make that a lot.
+func setMemoryLimit(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return fmt.Errorf("--memory-limit: %w", err)
+	}
+	if n > 0 {
+		debug.SetMemoryLimit(int64(n))
 	}
 	return nil
 }
