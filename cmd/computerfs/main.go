@@ -35,7 +35,7 @@ func allCommands() []command {
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
 		{"limit", "WORKSPACE [SIZE]", "show or change the workspace size limit", cmdLimit},
-		{"bench", "[options]", "run the fio-style benchmarks side by side on computerfs, ext4 and tmpfs", cmdBench},
+		{"bench", "", "run the fio-style benchmarks side by side on computerfs, ext4 and tmpfs", cmdBench},
 	}
 }
 
