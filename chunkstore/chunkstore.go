@@ -198,7 +198,7 @@ func precheck(path string) error {
 // checkExtent rejects a file shorter than its meta page says its data is
 // (truncated by a copy or a full disk): bbolt would map the missing tail and
 // the process would die of SIGBUS on the first read there, even while
-// opening, as it walks every page to rebuild the freelist. A read-only open
+// opening (reading the freelist, or rebuilding it by walking every page). A read-only open
 // reads only the meta pages. Errors of that open are left for the real one
 // to report.
 func checkExtent(path string, timeout time.Duration) error {

@@ -2,8 +2,8 @@
 //
 // It is a thin door: it translates FUSE requests to fs calls and fs errors
 // to errno values, and owns only what FUSE needs and fs must not know:
-// open-handle numbers, directory listings being paged, kernel cache
-// timeouts and invalidation. It uses go-fuse's raw API so that FUSE node
+// handles of files made by CREATE, the readdir cookies and the listings
+// cached for them, kernel cache timeouts and invalidation. It uses go-fuse's raw API so that FUSE node
 // IDs are the store's inode numbers, with no second inode tree.
 //
 // Every change to the workspace made through this mount passes through the
