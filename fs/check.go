@@ -138,6 +138,12 @@ func (c *checker) run() error {
 	subdirs := make(map[Ino]uint32)
 	children := make(map[Ino][]Ino)
 	var badDirents [][]byte
+	type retype struct {
+		key []byte
+		d   dirent
+	}
+	var retyped []retype
+	reparented := make(map[Ino][]Ino) // directory → the directories naming it
 	c.tx.Bucket(bucketDirents).ForEach(func(k, v []byte) error {
 		c.rep.Dirents++
 		if len(k) <= 8 {
@@ -169,12 +175,14 @@ func (c *checker) run() error {
 		}
 		if ca.Mode&syscall.S_IFMT != d.Type {
 			c.problem("entry %q in directory %d has type %#o, inode %d is %#o", name, parent, d.Type, d.Ino, ca.Mode&syscall.S_IFMT)
+			retyped = append(retyped, retype{bytes.Clone(k), dirent{Ino: d.Ino, Type: ca.Mode & syscall.S_IFMT}})
 		}
 		links[d.Ino]++
 		if ca.IsDir() {
 			subdirs[parent]++
 			if ca.Parent != parent {
 				c.problem("directory %d is named in %d but its parent is %d", d.Ino, parent, ca.Parent)
+				reparented[d.Ino] = append(reparented[d.Ino], parent)
 			}
 		}
 		children[parent] = append(children[parent], d.Ino)
@@ -186,6 +194,23 @@ func (c *checker) run() error {
 				return err
 			}
 			c.fixed("deleted bad directory entry %q", k)
+		}
+		for _, r := range retyped {
+			if err := c.tx.Bucket(bucketDirents).Put(r.key, encodeDirent(r.d)); err != nil {
+				return err
+			}
+			c.fixed("set the type of entry %q to that of inode %d", r.key[8:], r.d.Ino)
+		}
+		// The inode's parent is the hint; a directory named exactly once
+		// takes the directory that names it as its parent.
+		for ino, parents := range reparented {
+			if a := c.inodes[ino]; a != nil && len(parents) == 1 && links[ino] == 1 {
+				a.Parent = parents[0]
+				if err := c.putAttr(a); err != nil {
+					return err
+				}
+				c.fixed("set the parent of directory %d to %d", ino, parents[0])
+			}
 		}
 	}
 

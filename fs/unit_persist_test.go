@@ -559,6 +559,39 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			},
 		},
 		{
+			name: "entry type wrong",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				k := direntKey(RootIno, "other")
+				if err := tx.Bucket(bucketDirents).Put(k, encodeDirent(dirent{Ino: w.other.Ino, Type: syscall.S_IFIFO})); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantProblem: `entry "other" in directory 1 has type`,
+			after: func(t *testing.T, h *harness, w *world) {
+				entries, err := h.f.ReadDir(RootIno)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range entries {
+					if e.Name == "other" && e.Type != syscall.S_IFREG {
+						t.Errorf("entry type after repair: %#o", e.Type)
+					}
+				}
+			},
+		},
+		{
+			name: "directory parent wrong",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				modifyInode(t, tx, w.dir.Ino, func(a *Attr) { a.Parent = w.file.Ino })
+			},
+			wantProblem: "but its parent is",
+			after: func(t *testing.T, h *harness, w *world) {
+				if p := h.attr(w.dir.Ino).Parent; p != RootIno {
+					t.Errorf("parent after repair: %d", p)
+				}
+			},
+		},
+		{
 			name: "entry of a file deleted",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
 				tx.Bucket(bucketDirents).Delete(direntKey(w.dir.Ino, "inner"))
