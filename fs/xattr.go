@@ -22,7 +22,7 @@ const (
 
 func (f *FS) xattrLocked(n *node, name string) ([]byte, bool, error) {
 	if ch, ok := n.xattrs[name]; ok {
-		return ch.val, ch.val != nil, nil
+		return bytes.Clone(ch.val), ch.val != nil, nil
 	}
 	var val []byte
 	err := f.store.View(func(tx *chunkstore.Tx) error {
