@@ -23,8 +23,12 @@
 // fills a slot's buffer; a full slot is sealed and handed to a worker pool
 // that hashes (BLAKE3) and compresses it off the request path; the
 // committer then stores the prepared chunk. All-zero chunks become holes.
-// Buffers come from a fixed pool: when it runs dry, writers wait while the
-// committer drains slots (backpressure), so memory is bounded.
+// A write over part of a stored chunk does not read it: the slot keeps the
+// chunk as its base, showing through the pages not written whole, and the
+// worker merges it before hashing. Slots nobody writes to are sealed by
+// the committer's tick. Buffers come from a fixed pool: when it runs dry,
+// writers wait while the committer drains slots (backpressure), so memory
+// is bounded.
 //
 // # Locking
 //
@@ -36,7 +40,8 @@
 //
 // Fsync seals the node's dirty slots, waits for them to be prepared, then
 // waits for a commit whose snapshot was taken after that: the bbolt commit
-// fsyncs the file. Close only seals, it does not wait.
+// fsyncs the file. Release (the last close of a handle) only seals, it
+// does not wait.
 package fs
 
 import (
