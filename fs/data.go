@@ -208,12 +208,13 @@ func (f *FS) mergeBase(s *slot) bool {
 	f.mu.Unlock()
 	var data []byte
 	if ok {
-		var err error
-		if data, err = f.loadChunk(id); err != nil {
-			// The base is damaged (loadChunk has logged it): its bytes
-			// read as zeros from now on, the rest of the write survives.
-			data = nil
+		d, release, err := f.loadChunk(id)
+		if err == nil {
+			data = d
+			defer release() // after the merge below
 		}
+		// Otherwise the base is damaged (loadChunk has logged it): its
+		// bytes read as zeros from now on, the rest of the write survives.
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -265,10 +266,11 @@ func (f *FS) settleBaseLocked(ctx context.Context, n *node, s *slot) error {
 		return nil
 	}
 	id := s.base
-	data, err := f.loadChunkLocked(id)
+	data, release, err := f.loadChunkLocked(id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if s.hasBase && s.base == id && !s.superseded {
 		s.merge(data)
 	}
@@ -308,22 +310,25 @@ func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error)
 	return id, ok, err
 }
 
-// loadChunk returns the verified plaintext of a stored chunk.
-func (f *FS) loadChunk(id chunkstore.ID) ([]byte, error) {
-	if b := f.cache.get(id); b != nil {
-		return b, nil
+// loadChunk returns the verified plaintext of a stored chunk, which the
+// caller must not modify, and must stop using when it calls release.
+func (f *FS) loadChunk(id chunkstore.ID) (data []byte, release func(), err error) {
+	e := f.cache.get(id)
+	if e == nil {
+		buf := f.cache.buffer(f.chunkSize)
+		var out []byte
+		err := f.store.View(func(tx *chunkstore.Tx) error {
+			var err error
+			out, err = tx.Get(id, buf)
+			return err
+		})
+		if err != nil {
+			f.cache.recycle(buf)
+			return nil, nil, err
+		}
+		e = f.cache.put(id, out)
 	}
-	var out []byte
-	err := f.store.View(func(tx *chunkstore.Tx) error {
-		var err error
-		out, err = tx.Get(id, nil)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	f.cache.put(id, out)
-	return out, nil
+	return e.data, func() { f.cache.release(e) }, nil
 }
 
 // dirtySlotLocked returns a writable slot for chunk idx holding its current
@@ -465,7 +470,7 @@ func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
 
 // loadChunkLocked reads a stored chunk with mu released: decoding a chunk
 // is too slow to hold everyone up. Content addressing makes it safe.
-func (f *FS) loadChunkLocked(id chunkstore.ID) ([]byte, error) {
+func (f *FS) loadChunkLocked(id chunkstore.ID) ([]byte, func(), error) {
 	f.mu.Unlock()
 	defer f.mu.Lock()
 	return f.loadChunk(id)
@@ -653,7 +658,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 	f.maybeForgetLocked(n)
 	f.mu.Unlock()
 	for _, l := range loads {
-		data, err := f.loadChunk(l.id)
+		data, release, err := f.loadChunk(l.id)
 		if errors.Is(err, chunkstore.ErrNotFound) {
 			return 0, true, syscall.EIO // overwritten meanwhile: read again
 		}
@@ -664,6 +669,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 		if l.inChunk < len(data) {
 			m = copy(l.dest, data[l.inChunk:])
 		}
+		release()
 		clear(l.dest[m:])
 	}
 	return total, false, nil
