@@ -468,6 +468,18 @@ func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
 	return s
 }
 
+// holeSlotLocked makes chunk idx a hole, ready for the next commit.
+func (f *FS) holeSlotLocked(n *node, idx uint64) {
+	if old := n.slots[idx]; old != nil {
+		f.supersedeLocked(old)
+	}
+	if n.slots == nil {
+		n.slots = make(map[uint64]*slot)
+	}
+	n.slots[idx] = &slot{ino: n.attr.Ino, idx: idx, state: slotPrepared, hole: true, gen: f.bump()}
+	f.dirty[n.attr.Ino] = n
+}
+
 // loadChunkLocked reads a stored chunk with mu released: decoding a chunk
 // is too slow to hold everyone up. Content addressing makes it safe.
 func (f *FS) loadChunkLocked(id chunkstore.ID) ([]byte, func(), error) {
@@ -523,6 +535,15 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		idx := uint64(pos / cs)
 		inChunk := int(pos % cs)
 		piece := min(len(data)-written, int(cs)-inChunk)
+		if piece == int(cs) && len(trimZeros(data[written:written+piece])) == 0 {
+			// A whole chunk of zeros is a hole: no buffer, no hashing.
+			f.holeSlotLocked(n, idx)
+			written += piece
+			if end := uint64(pos) + uint64(piece); end > n.attr.Size {
+				n.attr.Size = end
+			}
+			continue
+		}
 		if s := n.slots[idx]; s == nil || s.state != slotDirty {
 			if err := f.reserveBufLocked(ctx); err != nil {
 				return fail(err)
