@@ -504,16 +504,8 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 	if err != nil {
 		return 0, err
 	}
-	// Pin n: mu may be released below (waiting for a buffer, loading a
-	// chunk), and a node dropped from the cache meanwhile would take this
-	// write's changes with it, out of sight of everyone else.
-	n.opens++
-	defer func() {
-		if n.opens > 0 {
-			n.opens--
-		}
-		f.maybeForgetLocked(n)
-	}()
+	// mu may be released below (waiting for a buffer, loading a chunk).
+	defer f.pinLocked(n)()
 	if !n.attr.IsRegular() {
 		return 0, syscall.EINVAL
 	}

@@ -133,6 +133,20 @@ func (f *FS) killLocked(n *node) {
 	f.bump()
 }
 
+// pinLocked keeps n in the cache until the returned func runs (with mu
+// held). A call that releases mu in the middle needs it: a node dropped
+// from the cache meanwhile would take the call's changes with it, out of
+// sight of everyone else.
+func (f *FS) pinLocked(n *node) func() {
+	n.opens++
+	return func() {
+		if n.opens > 0 {
+			n.opens--
+		}
+		f.maybeForgetLocked(n)
+	}
+}
+
 // Forget drops kernel references (FUSE FORGET).
 func (f *FS) Forget(ino Ino, nlookup uint64) {
 	f.mu.Lock()
@@ -190,14 +204,8 @@ func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
 	if err != nil {
 		return Attr{}, err
 	}
-	// Pin n: a truncation may release mu (see Write).
-	n.opens++
-	defer func() {
-		if n.opens > 0 {
-			n.opens--
-		}
-		f.maybeForgetLocked(n)
-	}()
+	// A truncation may release mu.
+	defer f.pinLocked(n)()
 	if in.Size != nil {
 		if n.attr.IsDir() {
 			return Attr{}, syscall.EISDIR
