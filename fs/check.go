@@ -358,6 +358,9 @@ func (c *checker) run() error {
 			c.fixed("dropped extended attribute %q of a missing inode", k)
 		}
 	}
+	if err := c.checkJournal(); err != nil {
+		return err
+	}
 	if c.repair && len(c.rep.Repaired) > 0 {
 		if err := c.tx.RecomputeStats(); err != nil {
 			return err
@@ -541,4 +544,36 @@ func Info(store *chunkstore.Store) (*WorkspaceInfo, error) {
 		return err
 	})
 	return info, err
+}
+
+// checkJournal decodes every journal record. A damaged record is dropped
+// on repair: the journal is history, nothing else depends on it.
+func (c *checker) checkJournal() error {
+	b := c.tx.Bucket(bucketJournal)
+	if b == nil {
+		return nil // made by a build before the journal; created at open
+	}
+	var bad [][]byte
+	b.ForEach(func(k, v []byte) error {
+		seq, ok := u64(k)
+		if !ok {
+			c.problem("journal key %x is not a sequence number", k)
+			bad = append(bad, bytes.Clone(k))
+			return nil
+		}
+		if _, err := decodeChange(seq, v); err != nil {
+			c.problem("%v", err)
+			bad = append(bad, bytes.Clone(k))
+		}
+		return nil
+	})
+	if c.repair {
+		for _, k := range bad {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+			c.fixed("dropped damaged journal record %x", k)
+		}
+	}
+	return nil
 }

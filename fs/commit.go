@@ -20,6 +20,9 @@ type snapshot struct {
 	truncs  []truncSnap
 	slots   []*slot
 	dead    []Ino
+	journal []Change
+	// journalFirst is set by apply: the oldest journal record kept.
+	journalFirst uint64
 }
 
 type inodeSnap struct {
@@ -48,7 +51,7 @@ type truncSnap struct {
 }
 
 func (s *snapshot) empty() bool {
-	return len(s.inodes)+len(s.entries)+len(s.xattrs)+len(s.truncs)+len(s.slots)+len(s.dead) == 0 && !s.hasLim
+	return len(s.inodes)+len(s.entries)+len(s.xattrs)+len(s.truncs)+len(s.slots)+len(s.dead)+len(s.journal) == 0 && !s.hasLim
 }
 
 // committer is the one goroutine that writes to the store. It commits when
@@ -83,7 +86,9 @@ func (f *FS) committer() {
 
 func (f *FS) takeSnapshotLocked() *snapshot {
 	f.snapTaken++
+	f.flushAllFlagsLocked()
 	snap := &snapshot{seq: f.snapTaken, nextIno: f.nextIno}
+	snap.journal = f.jn.mem[:len(f.jn.mem):len(f.jn.mem)]
 	if f.limitGen != 0 {
 		snap.limit, snap.hasLim = f.limit, true
 	}
@@ -247,6 +252,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			return err
 		}
 	}
+	first, err := applyJournal(tx, snap.journal, f.jn.keep)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	snap.journalFirst = first
 	meta := tx.Bucket(bucketMeta)
 	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
 		return err
@@ -277,6 +287,10 @@ func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 	for _, ino := range snap.dead {
 		delete(f.dead, ino)
 	}
+	if n := len(snap.journal); n > 0 {
+		f.jn.mem = append([]Change(nil), f.jn.mem[n:]...)
+	}
+	f.jn.first = snap.journalFirst
 	touched := make(map[Ino]*node)
 	for _, in := range snap.inodes {
 		if n := f.nodes[in.attr.Ino]; n != nil {

@@ -106,6 +106,7 @@ type FS struct {
 	limitGen uint64 // gen of an uncommitted limit change, 0 if none
 	used     uint64 // unique plaintext bytes stored, as of the last commit
 	broken   error  // set when a commit failed: the workspace turns read-only
+	jn       journal
 
 	// buffers
 	freeBufs [][]byte
@@ -159,6 +160,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	}
 	f.cond = sync.NewCond(&f.mu)
 	f.cache.init(8)
+	f.jn.init()
 	if f.interval == 0 {
 		f.interval = 100 * time.Millisecond
 	}
@@ -191,6 +193,9 @@ func (f *FS) load(opts Options) error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
+		}
+		if err := f.loadJournal(tx); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyNextIno); v == nil {

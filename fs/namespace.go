@@ -104,6 +104,7 @@ func (f *FS) Lookup(c Caller, parent Ino, name string) (Attr, error) {
 		}
 		return Attr{}, err
 	}
+	nameNode(n, parent, name)
 	return f.refLocked(c, n), nil
 }
 
@@ -197,6 +198,8 @@ func (f *FS) Create(c Caller, parent Ino, name string, nn NewNode) (Attr, error)
 	f.setEntryLocked(d, name, dirent{Ino: a.Ino, Type: a.Mode & syscall.S_IFMT})
 	d.attr.Mtime, d.attr.Ctime = t, t
 	f.markDirtyLocked(d)
+	nameNode(n, parent, name)
+	f.recordLocked(OpCreate, n, f.childPathLocked(d, name), "")
 	return f.refLocked(c, n), nil
 }
 
@@ -250,6 +253,14 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 		return Attr{}, syscall.EEXIST
 	}
 	// Only a link that succeeds uses up a tmpfile's right to be linked.
+	f.flushFlagsLocked(n)
+	if n.tmpfile {
+		// Its data was written while it had no name: list it as created.
+		defer f.recordLocked(OpCreate, n, f.childPathLocked(d, name), "")
+	} else {
+		defer f.recordLocked(OpLink, n, f.childPathLocked(d, name), "")
+	}
+	nameNode(n, parent, name)
 	n.tmpfile = false
 	n.attr.Nlink++
 	f.touchLocked(n, false)
@@ -310,6 +321,11 @@ func (f *FS) remove(parent Ino, name string, dir bool) error {
 		if !empty {
 			return syscall.ENOTEMPTY
 		}
+	}
+	f.flushFlagsLocked(n)
+	f.recordLocked(OpRemove, n, f.childPathLocked(d, name), "")
+	if n.jparent == parent && n.jname == name {
+		n.jname = ""
 	}
 	f.setEntryLocked(d, name, dirent{})
 	f.dropLinkLocked(d, n)
@@ -433,10 +449,17 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 				return syscall.EINVAL
 			}
 		}
+		f.flushFlagsLocked(sn)
+		f.flushFlagsLocked(dn)
+		oldPath, newPath := f.childPathLocked(od, oldName), f.childPathLocked(nd, newName)
+		f.recordLocked(OpRename, sn, oldPath, newPath)
+		f.recordLocked(OpRename, dn, newPath, oldPath)
 		f.setEntryLocked(od, oldName, dst)
 		f.setEntryLocked(nd, newName, src)
 		f.reparentLocked(sn, od, nd)
 		f.reparentLocked(dn, nd, od)
+		nameNode(sn, newParent, newName)
+		nameNode(dn, oldParent, oldName)
 		f.touchLocked(sn, false)
 		f.touchLocked(dn, false)
 		f.touchLocked(od, true)
@@ -469,11 +492,18 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 				return syscall.ENOTEMPTY
 			}
 		}
+		f.flushFlagsLocked(dn)
+		if dn.jparent == newParent && dn.jname == newName {
+			dn.jname = ""
+		}
 		f.dropLinkLocked(nd, dn)
 	}
+	f.flushFlagsLocked(sn)
+	f.recordLocked(OpRename, sn, f.childPathLocked(od, oldName), f.childPathLocked(nd, newName))
 	f.setEntryLocked(od, oldName, dirent{})
 	f.setEntryLocked(nd, newName, src)
 	f.reparentLocked(sn, od, nd)
+	nameNode(sn, newParent, newName)
 	f.touchLocked(sn, false)
 	f.touchLocked(od, true)
 	if nd != od {

@@ -41,6 +41,12 @@ type node struct {
 	orphan bool
 	// tmpfile: made by O_TMPFILE and not linked yet, so Link may name it.
 	tmpfile bool
+
+	// jflags are coalesced changes not yet in the journal; jparent and
+	// jname the last name the node was known by, for journal paths.
+	jflags  uint8
+	jparent Ino
+	jname   string
 }
 
 type entryChange struct {
@@ -99,6 +105,9 @@ func (f *FS) touchLocked(n *node, modified bool) {
 	n.attr.Ctime = t
 	if modified {
 		n.attr.Mtime = t
+		if !n.attr.IsDir() {
+			f.flagLocked(n, jWrite)
+		}
 	}
 	f.markDirtyLocked(n)
 }
@@ -114,6 +123,7 @@ func (f *FS) maybeForgetLocked(n *node) {
 		return
 	}
 	if !n.isDirty() {
+		f.flushFlagsLocked(n)
 		delete(f.nodes, n.attr.Ino)
 	}
 }
@@ -127,6 +137,8 @@ func (f *FS) killLocked(n *node) {
 	}
 	n.attrGen = 0
 	n.entries, n.xattrs = nil, nil
+	n.jflags = 0
+	delete(f.jn.flagged, ino)
 	delete(f.dirty, ino)
 	delete(f.nodes, ino)
 	f.dead[ino] = true
@@ -256,6 +268,9 @@ func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
 	n.attr.Ctime = t
 	if in.Ctime != nil {
 		n.attr.Ctime = pick(*in.Ctime)
+	}
+	if in.Mode != nil || in.Uid != nil || in.Gid != nil || in.Atime != nil || in.Mtime != nil || in.Ctime != nil {
+		f.flagLocked(n, jAttr)
 	}
 	f.markDirtyLocked(n)
 	return n.attr, nil

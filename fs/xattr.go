@@ -90,6 +90,7 @@ func (f *FS) setXattrLocked(n *node, name string, val []byte) {
 		n.xattrs = make(map[string]*xattrChange)
 	}
 	n.xattrs[name] = &xattrChange{val: val, gen: f.bump()}
+	f.flagLocked(n, jXattr)
 	f.touchLocked(n, false)
 }
 

@@ -1,0 +1,166 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// changeLine renders a record for comparison: "op path[ -> new]".
+func changeLine(c Change) string {
+	s := c.Op.String() + " " + c.Path
+	if c.NewPath != "" {
+		s += " -> " + c.NewPath
+	}
+	return s
+}
+
+func (h *harness) changes(since uint64) []string {
+	h.t.Helper()
+	list, err := h.f.Changes(since, 0)
+	if err != nil {
+		h.t.Fatalf("Changes(%d): %v", since, err)
+	}
+	var out []string
+	prev := since
+	for _, c := range list.Changes {
+		if c.Seq <= prev {
+			h.t.Fatalf("sequence not increasing: %d after %d", c.Seq, prev)
+		}
+		prev = c.Seq
+		out = append(out, changeLine(c))
+	}
+	return out
+}
+
+func TestJournalRecordsEveryDoorOfChange(t *testing.T) {
+	h := small(t)
+	d := h.mkdir(RootIno, "d")
+	sub := h.mkdir(d.Ino, "sub")
+	a := h.file(sub.Ino, "a")
+	for i := range 100 { // coalesced into one record
+		h.write(a.Ino, int64(i), []byte{'x'})
+	}
+	mode := uint32(0o600)
+	if _, err := h.f.SetAttr(user, a.Ino, SetAttrIn{Mode: &mode}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.SetXattr(a.Ino, "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.f.Link(user, a.Ino, d.Ino, "hard"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.Rename(RootIno, "d", RootIno, "e", 0); err != nil {
+		t.Fatal(err)
+	}
+	// The file was last named /e/hard: its next write says so.
+	h.write(a.Ino, 0, []byte("y"))
+	if err := h.f.Unlink(sub.Ino, "a"); err != nil {
+		t.Fatal(err)
+	}
+	h.symlink(RootIno, "ln", "e/hard")
+	want := []string{
+		"create /d", "create /d/sub", "create /d/sub/a",
+		"write /d/sub/a", "attr /d/sub/a", "xattr /d/sub/a",
+		"link /d/hard",
+		"rename /d -> /e",
+		"write /e/hard", "remove /e/sub/a",
+		"create /ln",
+	}
+	check := func(what string) {
+		t.Helper()
+		got := h.changes(0)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+		}
+	}
+	check("in memory")
+	h.sync()
+	check("committed")
+	h.reopen()
+	check("after reopen")
+	// Sequence numbers continue after a reopen.
+	last := h.f.LastChange()
+	h.file(RootIno, "later")
+	if got := h.changes(last); fmt.Sprint(got) != "[create /later]" {
+		t.Fatalf("after %d: %q", last, got)
+	}
+	if _, err := h.f.Changes(last+10, 0); err == nil {
+		t.Fatal("a future sequence number was accepted")
+	}
+}
+
+func TestJournalExchangeAndReplace(t *testing.T) {
+	h := small(t)
+	h.file(RootIno, "a")
+	h.file(RootIno, "b")
+	base := h.f.LastChange()
+	if err := h.f.Rename(RootIno, "a", RootIno, "b", RenameExchange); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.Rename(RootIno, "a", RootIno, "b", 0); err != nil {
+		t.Fatal(err)
+	}
+	want := "[rename /a -> /b rename /b -> /a rename /a -> /b]"
+	if got := fmt.Sprint(h.changes(base)); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+func TestJournalPruning(t *testing.T) {
+	h := small(t)
+	h.f.jn.keep = 16
+	for i := range 100 {
+		h.file(RootIno, fmt.Sprintf("f%03d", i))
+		if i%10 == 9 {
+			h.sync()
+		}
+	}
+	h.sync()
+	list, err := h.f.Changes(90, 0)
+	if err != nil || len(list.Changes) != 10 || list.Next != 100 {
+		t.Fatalf("recent changes: %d records, next %d, err %v", len(list.Changes), list.Next, err)
+	}
+	if _, err := h.f.Changes(0, 0); !errors.Is(err, ErrJournalPruned) {
+		t.Fatalf("pruned records: err %v", err)
+	}
+	if list.First < 100-16-2 || list.First > 100-16+1 {
+		t.Fatalf("first kept %d", list.First)
+	}
+	// Paging returns every kept record once.
+	var n int
+	for since := list.First - 1; ; {
+		page, err := h.f.Changes(since, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) == 0 {
+			break
+		}
+		n += len(page.Changes)
+		since = page.Next
+	}
+	if want := int(100 - list.First + 1); n != want {
+		t.Fatalf("paged %d records, want %d", n, want)
+	}
+	h.fsckOpen()
+}
+
+func TestJournalRecordCodec(t *testing.T) {
+	for _, c := range []Change{
+		{Seq: 1, Time: 1, Op: OpCreate, Ino: 2, Type: 0o100000, Path: "/a"},
+		{Seq: 7, Time: 1 << 60, Op: OpRename, Ino: 1 << 40, Type: 0o40000, Path: "/a/b", NewPath: "/c/\xff"},
+		{Seq: 9, Op: OpWrite},
+	} {
+		got, err := decodeChange(c.Seq, encodeChange(&c))
+		if err != nil || got != c {
+			t.Errorf("round trip of %+v: %+v, %v", c, got, err)
+		}
+	}
+	for _, b := range [][]byte{nil, {1}, {1, 1, 1, 1, 5, 'a'}} {
+		if _, err := decodeChange(1, b); err == nil {
+			t.Errorf("decoded garbage %q", b)
+		}
+	}
+}
