@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS ?=
 
-.PHONY: all build run test test-short bench gobench vet fmt clean
+.PHONY: all build run test test-short bench gobench vet fmt proto clean
 
 all: build
 
@@ -37,6 +37,18 @@ bench: build
 # Go benchmarks of a few workloads.
 gobench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/...
+
+# Regenerate pluginapi/pb from pluginapi/proto (needs protoc, from Debian's
+# protobuf-compiler, and the two Go plugins below). The output is committed.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+proto:
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH=$(CURDIR)/$(BIN)/tools:$$PATH protoc -I pluginapi/proto \
+		--go_out=pluginapi/pb --go_opt=paths=source_relative \
+		--go-grpc_out=pluginapi/pb --go-grpc_opt=paths=source_relative \
+		pluginapi/proto/*.proto
 
 clean:
 	rm -rf $(BIN)

@@ -269,6 +269,70 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 	return f.refLocked(c, n), nil
 }
 
+// Replace names the unnamed file ino (made by Create with Tmpfile) name
+// in parent, atomically replacing the non-directory that held the name,
+// if any (EEXIST instead when noReplace). It is how the file API writes a
+// whole file: readers see the old content or the new, never a mix, and
+// the journal records one create or write of the name.
+func (f *FS) Replace(c Caller, ino, parent Ino, name string, noReplace bool) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return Attr{}, syscall.EROFS
+	}
+	d, err := f.dirLocked(parent)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(d)
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer f.maybeForgetLocked(n)
+	if !n.tmpfile || n.attr.Nlink != 0 {
+		return Attr{}, syscall.EINVAL
+	}
+	old, exists, err := f.entryLocked(d, name)
+	if err != nil {
+		return Attr{}, err
+	}
+	if exists {
+		if noReplace {
+			return Attr{}, syscall.EEXIST
+		}
+		on, err := f.getNodeLocked(old.Ino)
+		if err != nil {
+			return Attr{}, err
+		}
+		defer f.maybeForgetLocked(on)
+		if on.attr.IsDir() {
+			return Attr{}, syscall.EISDIR
+		}
+		f.flushFlagsLocked(on)
+		if on.jparent == parent && on.jname == name {
+			on.jname = ""
+		}
+		f.dropLinkLocked(d, on)
+	}
+	f.flushFlagsLocked(n) // changes made while unnamed are not recorded
+	n.tmpfile, n.orphan = false, false
+	n.attr.Nlink = 1
+	f.touchLocked(n, false)
+	f.setEntryLocked(d, name, dirent{Ino: ino, Type: n.attr.Mode & syscall.S_IFMT})
+	f.touchLocked(d, true)
+	nameNode(n, parent, name)
+	op := OpCreate
+	if exists {
+		op = OpWrite
+	}
+	f.recordLocked(op, n, f.childPathLocked(d, name), "")
+	return f.refLocked(c, n), nil
+}
+
 // Unlink removes a non-directory name.
 func (f *FS) Unlink(parent Ino, name string) error { return f.remove(parent, name, false) }
 

@@ -3,6 +3,7 @@ package fs
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 )
 
@@ -162,5 +163,59 @@ func TestJournalRecordCodec(t *testing.T) {
 		if _, err := decodeChange(1, b); err == nil {
 			t.Errorf("decoded garbage %q", b)
 		}
+	}
+}
+
+func TestReplace(t *testing.T) {
+	h := small(t)
+	old := h.file(RootIno, "f")
+	h.write(old.Ino, 0, []byte("old"))
+	d := h.mkdir(RootIno, "d")
+	tmp := func(data string) Attr {
+		a, err := h.f.Create(user, RootIno, "", NewNode{Mode: 0o640, Tmpfile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.write(a.Ino, 0, []byte(data))
+		return a
+	}
+	base := h.f.LastChange()
+	a := tmp("new")
+	if _, err := h.f.Replace(user, a.Ino, RootIno, "f", true); err != syscall.EEXIST {
+		t.Fatalf("noReplace over a file: %v", err)
+	}
+	if _, err := h.f.Replace(user, a.Ino, RootIno, "d", false); err != syscall.EISDIR {
+		t.Fatalf("over a directory: %v", err)
+	}
+	if _, err := h.f.Replace(user, old.Ino, RootIno, "g", false); err != syscall.EINVAL {
+		t.Fatalf("a named file: %v", err)
+	}
+	if _, err := h.f.Replace(user, a.Ino, RootIno, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	h.f.Release(a.Ino)
+	b := tmp("fresh")
+	if _, err := h.f.Replace(user, b.Ino, d.Ino, "g", true); err != nil {
+		t.Fatal(err)
+	}
+	h.f.Release(b.Ino)
+	if _, err := h.f.Replace(user, b.Ino, d.Ino, "h", false); err != syscall.EINVAL {
+		t.Fatalf("replace twice: %v", err)
+	}
+	if got := fmt.Sprint(h.changes(base)); got != "[write /f create /d/g]" {
+		t.Fatalf("journal: %s", got)
+	}
+	h.reopen()
+	if got := string(h.readAll(h.lookup(RootIno, "f").Ino)); got != "new" {
+		t.Fatalf("f holds %q", got)
+	}
+	if got := h.lookup(RootIno, "f"); got.Ino != a.Ino || got.Nlink != 1 || got.Mode&0o777 != 0o640 {
+		t.Fatalf("f: %+v", got)
+	}
+	if got := string(h.readAll(h.lookup(d.Ino, "g").Ino)); got != "fresh" {
+		t.Fatalf("d/g holds %q", got)
+	}
+	if _, err := h.f.GetAttr(old.Ino); err != syscall.ENOENT {
+		t.Fatalf("the replaced inode lives on: %v", err)
 	}
 }

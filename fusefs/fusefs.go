@@ -156,6 +156,8 @@ func (s *Server) Done() <-chan struct{} { return s.served }
 func (s *Server) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
 	if parent != 0 && name != "" {
 		s.srv.EntryNotify(uint64(parent), name)
+		// The directory's attributes and cached listing changed too.
+		s.srv.InodeNotify(uint64(parent), 0, 0)
 	}
 	if ino != 0 {
 		s.srv.InodeNotify(uint64(ino), 0, 0)

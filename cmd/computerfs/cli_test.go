@@ -161,7 +161,7 @@ func TestParseSize(t *testing.T) {
 // stops the daemon with SIGINT or SIGTERM and remounts to find the files.
 func TestMountForeground(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	files := map[string][]byte{}
 	for i, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGINT} {
 		p := startMount(t, home, ws, mnt)
@@ -226,7 +226,7 @@ func TestMountForeground(t *testing.T) {
 // TestMountDaemon: --daemon returns with the mount live; umount ends it.
 func TestMountDaemon(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	pid := runDaemon(t, home, ws, mnt)
 	if !isMounted(mnt) {
 		t.Fatalf("mount --daemon returned but %s is not mounted", mnt)
@@ -275,7 +275,7 @@ func TestMountDaemon(t *testing.T) {
 // TestMountInUse: a workspace serves one daemon at a time.
 func TestMountInUse(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	mnt2 := filepath.Join(filepath.Dir(mnt), "mnt2")
 	pid := runDaemon(t, home, ws, mnt)
 	t.Cleanup(func() { detach(t, mnt2) })
@@ -363,7 +363,7 @@ func fsckReport(t *testing.T, home, ws string, args ...string) (fsckJSON, result
 
 func TestFsck(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	big := randomData(3<<20, 1) // three raw chunks
 	files := map[string][]byte{
 		"big":         big,
@@ -536,7 +536,7 @@ func TestStats(t *testing.T) {
 	}
 
 	t.Run("dedup", func(t *testing.T) {
-		home, ws, mnt := workspace(t)
+		home, ws, mnt := tempWorkspace(t)
 		data := randomData(size, 3)
 		makeStore(t, home, ws, mnt, map[string][]byte{"a": data, "sub/b": data})
 		s, out := stats(t, home, ws)
@@ -558,7 +558,7 @@ func TestStats(t *testing.T) {
 		}
 	})
 	t.Run("compression", func(t *testing.T) {
-		home, ws, mnt := workspace(t)
+		home, ws, mnt := tempWorkspace(t)
 		data := textData(size)
 		makeStore(t, home, ws, mnt, map[string][]byte{"text": data})
 		s, out := stats(t, home, ws)
@@ -572,7 +572,7 @@ func TestStats(t *testing.T) {
 		}
 	})
 	t.Run("empty", func(t *testing.T) {
-		home, ws, mnt := workspace(t)
+		home, ws, mnt := tempWorkspace(t)
 		makeStore(t, home, ws, mnt, nil)
 		s, out := stats(t, home, ws)
 		if s.Inodes != 1 || s.Chunks.Chunks != 0 || s.FileBytes != 0 {
@@ -586,7 +586,7 @@ func TestStats(t *testing.T) {
 
 func TestGC(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	makeStore(t, home, ws, mnt, map[string][]byte{"f": randomData(1<<20+10, 4)})
 	r := mustCLI(t, home, "gc", ws)
 	if !strings.Contains(r.stdout, "freed 0 unreferenced chunks (0 B), 0 unreachable bodies (0 B); corrected 0 reference counts") {
@@ -638,7 +638,7 @@ func statfsBytes(t *testing.T, mnt string) (total, free uint64) {
 
 func TestLimit(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	makeStore(t, home, ws, mnt, map[string][]byte{"f": randomData(2<<20, 6)})
 	r := mustCLI(t, home, "limit", ws)
 	if strings.TrimSpace(r.stdout) != "limit 10.0 GiB, used 2.0 MiB" {
@@ -689,7 +689,7 @@ func TestLimit(t *testing.T) {
 // TestLimitENOSPC fills a workspace past its limit.
 func TestLimitENOSPC(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	p := startMount(t, home, ws, mnt, "--limit", "16M")
 	if total, _ := statfsBytes(t, mnt); total != 16<<20 {
 		t.Errorf("statfs: %d bytes, want 16 MiB", total)
@@ -737,7 +737,7 @@ func TestLimitENOSPC(t *testing.T) {
 // message naming them, never with a crash.
 func TestBadStore(t *testing.T) {
 	needFUSE(t)
-	home, good, mnt := workspace(t)
+	home, good, mnt := tempWorkspace(t)
 	makeStore(t, home, good, mnt, map[string][]byte{"a": randomData(6<<20, 10), "b": []byte("b")})
 	real, err := os.ReadFile(good)
 	if err != nil {
@@ -824,7 +824,7 @@ func TestBadStore(t *testing.T) {
 // the mount left behind.
 func TestMountSignalRightAway(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	for i := range 6 {
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
 		p := startMount(t, home, ws, mnt)
@@ -845,7 +845,7 @@ func TestMountSignalRightAway(t *testing.T) {
 // it at once, and the daemon exits, keeping the data, once the file closes.
 func TestMountBusy(t *testing.T) {
 	needFUSE(t)
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	p := startMount(t, home, ws, mnt)
 	f, err := os.Create(filepath.Join(mnt, "held"))
 	if err != nil {

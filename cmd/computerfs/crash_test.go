@@ -40,7 +40,7 @@ func TestCrashKill9(t *testing.T) {
 	t.Logf("seed %d (CFS_CRASH_SEED), %d rounds", seed, rounds)
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	home, ws, mnt := workspace(t)
+	home, ws, mnt := tempWorkspace(t)
 	man := &manifest{m: make(map[string]entry)}
 	pool := newPool(seed)
 	start := time.Now()

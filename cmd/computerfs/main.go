@@ -23,6 +23,7 @@ type command struct {
 
 // env carries what every command writes to; nothing global.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	log            *slog.Logger
 }
@@ -30,7 +31,9 @@ type env struct {
 func allCommands() []command {
 	return []command{
 		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (created if missing) and serve it until unmounted", cmdMount},
+		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount", cmdServe},
 		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
+		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
@@ -48,7 +51,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	e := &env{stdout: os.Stdout, stderr: os.Stderr}
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	os.Exit(run(context.Background(), e, os.Args[1:]))
 }

@@ -355,7 +355,7 @@ func runDaemon(t *testing.T, home, ws, mnt string, args ...string) int {
 
 // workspace makes a temporary directory with a home, a store path and a
 // mountpoint for one test.
-func workspace(t *testing.T) (home, ws, mnt string) {
+func tempWorkspace(t *testing.T) (home, ws, mnt string) {
 	dir := t.TempDir()
 	home = filepath.Join(dir, "home")
 	ws = filepath.Join(dir, "ws.cfs")

@@ -17,6 +17,8 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
 )
 
 // readyFDEnv names the descriptor on which a --daemon child reports that
@@ -92,7 +94,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if daemon {
-		return startDaemon(e, args)
+		return startDaemon(e, "mount", args)
 	}
 	ready := readyReporter()
 	err = serve(ctx, e, ws, mnt, limit, other, debug, ready)
@@ -137,8 +139,10 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		return fmt.Errorf("mountpoint %s: %w", mnt, err)
+	if mnt != "" {
+		if err := os.MkdirAll(mnt, 0o755); err != nil {
+			return fmt.Errorf("mountpoint %s: %w", mnt, err)
+		}
 	}
 	f, err := fs.Open(ws, fs.Options{Limit: limit, Logger: e.log})
 	if err != nil {
@@ -149,27 +153,49 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 			f.SetLimit(limit)
 		}
 	}
-	abs, _ := filepath.Abs(ws)
-	srv, err := fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
+	api := workspace.New(f, workspace.Options{})
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
-	e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther)
+	var srv *fusefs.Server
+	var unmounted <-chan struct{}
+	if mnt != "" {
+		abs, _ := filepath.Abs(ws)
+		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
+		if err != nil {
+			ctl.Close()
+			f.Close()
+			return err
+		}
+		api.SetNotifier(srv)
+		unmounted = srv.Done()
+		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
+		e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther, "socket", ctl.Path())
+	} else {
+		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
+		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
+	}
 	ready(nil)
 
 	select {
 	case s := <-sigs:
-		e.log.Info("unmounting", "signal", s.String())
-		if err := srv.Unmount(); err != nil {
-			e.log.Error("unmount", "mountpoint", mnt, "err", err)
+		e.log.Info("stopping", "signal", s.String())
+		if srv != nil {
+			if err := srv.Unmount(); err != nil {
+				e.log.Error("unmount", "mountpoint", mnt, "err", err)
+			}
 		}
-	case <-srv.Done():
+	case <-unmounted:
 		e.log.Info("unmounted from outside", "mountpoint", mnt)
 	case <-ctx.Done():
-		srv.Unmount()
+		if srv != nil {
+			srv.Unmount()
+		}
 	}
+	ctl.Close()
+	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", ws, err)
 	}
@@ -179,7 +205,7 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 
 // startDaemon re-runs this command in a new session without --daemon and
 // waits until the child reports its mount live.
-func startDaemon(e *env, args []string) error {
+func startDaemon(e *env, command string, args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
@@ -202,7 +228,7 @@ func startDaemon(e *env, args []string) error {
 		return fmt.Errorf("daemon log %s: %w", logPath, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(self, append([]string{"mount"}, childArgs...)...)
+	cmd := exec.Command(self, append([]string{command}, childArgs...)...)
 	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -1,0 +1,933 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
+	"golang.org/x/sys/unix"
+)
+
+// Exit statuses of `computerfs fs`, for scripts.
+const (
+	exitOK       = 0
+	exitNoMatch  = 1 // grep or glob found nothing
+	exitUsage    = 2
+	exitFailed   = 3 // the operation failed; the message says why
+	exitConflict = 4 // a compare-and-swap found the file changed
+)
+
+// codedError is an error with the exit status it calls for.
+type codedError struct {
+	err  error
+	code exitCode
+}
+
+func (c codedError) Error() string   { return c.err.Error() }
+func (c codedError) Unwrap() []error { return []error{c.err, c.code} }
+
+type fsCommand struct {
+	name, args, summary string
+	run                 func(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error
+	flags               func(fl *flag.FlagSet, o *fsOpts)
+}
+
+// fsOpts holds every flag a subcommand may declare.
+type fsOpts struct {
+	ws   string
+	json bool
+
+	// read
+	offset, length int64
+	line, lines    int
+	// write
+	appendMode, exclusive, parents, sync bool
+	mode                                 string
+	ifMatch                              string
+	// edit
+	old, new, editsFile string
+	replaceAll, dryRun  bool
+	// list, glob, grep pages
+	recursive, long bool
+	depth           int
+	limit, pageOff  int
+	all             bool
+	// rm, cp, mv
+	force, noClobber bool
+	// stat
+	lstat bool
+	// glob
+	dir string
+	// grep
+	regex, fixed, ignoreCase, filesWith, count bool
+	include, exclude                           multiFlag
+	before, after, context                     int
+	// changes
+	since  uint64
+	follow bool
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// fsCtx is what a subcommand works with.
+type fsCtx struct {
+	e    *env
+	api  workspace.API
+	opts *fsOpts
+}
+
+func fsCommands() []fsCommand {
+	page := func(fl *flag.FlagSet, o *fsOpts) {
+		fl.IntVar(&o.limit, "limit", 0, "page size (default 200; 0 with --all for everything)")
+		fl.IntVar(&o.pageOff, "offset", 0, "skip this many results (the next offset is printed on stderr)")
+		fl.BoolVar(&o.all, "all", false, "fetch every page")
+	}
+	return []fsCommand{
+		{"cat", "PATH", "print a file, or a byte or line range of it", fsCat, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.Int64Var(&o.offset, "offset", 0, "first byte")
+			fl.Int64Var(&o.length, "length", 0, "bytes to print (0: to the end)")
+			fl.IntVar(&o.line, "line", 0, "first line, 1-based")
+			fl.IntVar(&o.lines, "lines", 0, "lines to print (0: to the end)")
+		}},
+		{"write", "PATH", "write stdin to a file (atomically replacing it)", fsWrite, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.appendMode, "append", false, "append instead of replacing")
+			fl.BoolVar(&o.exclusive, "exclusive", false, "fail if the file exists")
+			fl.BoolVar(&o.parents, "p", false, "create missing parent directories")
+			fl.BoolVar(&o.sync, "sync", false, "return once the data is durable")
+			fl.StringVar(&o.mode, "mode", "", "permission bits in octal, e.g. 0755")
+			fl.StringVar(&o.ifMatch, "if-match", "", "only write if the file's content hash is this one")
+		}},
+		{"edit", "PATH", "replace exact strings in a file, all or none, and print the diff", fsEdit, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.StringVar(&o.old, "old", "", "the text to replace (must occur once unless --replace-all)")
+			fl.StringVar(&o.new, "new", "", "the replacement")
+			fl.BoolVar(&o.replaceAll, "replace-all", false, "replace every occurrence")
+			fl.StringVar(&o.editsFile, "edits", "", `a JSON file (- for stdin) of several edits: [{"old":..,"new":..,"replace_all":..}]`)
+			fl.BoolVar(&o.dryRun, "dry-run", false, "print the diff without writing")
+			fl.StringVar(&o.ifMatch, "if-match", "", "only edit if the file's content hash is this one")
+		}},
+		{"ls", "[PATH]", "list a directory", fsLs, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.long, "l", false, "long format: mode, size, time")
+			fl.BoolVar(&o.recursive, "R", false, "recursive")
+			fl.IntVar(&o.depth, "depth", 0, "with -R, how deep (0: no bound)")
+			page(fl, o)
+		}},
+		{"stat", "PATH", "describe a file", fsStat, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.lstat, "lstat", false, "describe a symlink itself, not its target")
+		}},
+		{"mkdir", "PATH...", "make directories", fsMkdir, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.parents, "p", false, "make parents as needed; an existing directory is fine")
+			fl.StringVar(&o.mode, "mode", "", "permission bits in octal")
+		}},
+		{"rm", "PATH...", "remove files, or trees with -r", fsRm, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.recursive, "r", false, "remove directories and their contents")
+			fl.BoolVar(&o.force, "f", false, "ignore missing paths")
+		}},
+		{"mv", "SRC DST", "rename atomically (into DST if it is a directory)", fsMv, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.noClobber, "n", false, "do not replace an existing DST")
+		}},
+		{"cp", "SRC DST", "copy, sharing data (into DST if it is a directory)", fsCp, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.recursive, "r", false, "copy directories recursively")
+			fl.BoolVar(&o.noClobber, "n", false, "do not replace an existing DST")
+		}},
+		{"glob", "PATTERN", "list paths matching a pattern (**, *, ?, [..], {a,b})", fsGlob, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.StringVar(&o.dir, "dir", "/", "where a relative pattern starts")
+			page(fl, o)
+		}},
+		{"grep", "PATTERN [PATH]", "search file contents (literal by default)", fsGrep, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.BoolVar(&o.regex, "E", false, "the pattern is an RE2 regular expression")
+			fl.BoolVar(&o.fixed, "F", false, "the pattern is a literal string (the default)")
+			fl.BoolVar(&o.ignoreCase, "i", false, "ignore case")
+			fl.BoolVar(&o.filesWith, "l", false, "print only the paths of files with matches")
+			fl.BoolVar(&o.count, "c", false, "print the number of matching lines per file")
+			fl.Var(&o.include, "include", "search only files matching this glob (repeatable)")
+			fl.Var(&o.exclude, "exclude", "skip files matching this glob (repeatable)")
+			fl.IntVar(&o.after, "A", 0, "lines of context after a match")
+			fl.IntVar(&o.before, "B", 0, "lines of context before a match")
+			fl.IntVar(&o.context, "C", 0, "lines of context around a match")
+			page(fl, o)
+		}},
+		{"tree", "[PATH]", "show a directory tree with sizes", fsTree, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.IntVar(&o.depth, "depth", 3, "how deep to show")
+		}},
+		{"du", "[PATH]", "total size and counts of a tree", fsDu, nil},
+		{"changes", "", "list changes after a sequence number; --follow streams them", fsChanges, func(fl *flag.FlagSet, o *fsOpts) {
+			fl.Uint64Var(&o.since, "since", 0, "list changes after this sequence number")
+			fl.BoolVar(&o.follow, "follow", false, "keep streaming new changes")
+			fl.IntVar(&o.limit, "limit", 0, "records per page (default 1000)")
+		}},
+	}
+}
+
+func fsUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: computerfs fs COMMAND [-w WORKSPACE] [--json] [options] ARGS\n\n")
+	fmt.Fprintf(w, "Works through the daemon holding the workspace, or on the store directly when\nnone does. WORKSPACE defaults to $COMPUTERFS_WORKSPACE, else the default one.\n\nCommands:\n")
+	for _, c := range fsCommands() {
+		fmt.Fprintf(w, "  %-8s %-15s %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintf(w, "\nExit status: 0 success, 1 nothing found (grep, glob), 2 usage, 3 failure, 4 conflict (--if-match).\n")
+}
+
+func defaultWorkspace() string {
+	if ws := os.Getenv("COMPUTERFS_WORKSPACE"); ws != "" {
+		return ws
+	}
+	return filepath.Join(defaultHome(), "default.cfs")
+}
+
+func cmdFS(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fsUsage(e.stderr)
+		if len(args) == 0 {
+			return exitCode(exitUsage)
+		}
+		return nil
+	}
+	var cmd *fsCommand
+	for _, c := range fsCommands() {
+		if c.name == args[0] {
+			cmd = &c
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "computerfs fs: unknown command %q\n", args[0])
+		fsUsage(e.stderr)
+		return exitCode(exitUsage)
+	}
+	o := &fsOpts{}
+	fl := flag.NewFlagSet("fs "+cmd.name, flag.ContinueOnError)
+	fl.SetOutput(e.stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: computerfs fs %s [options] %s\n\n%s\n\nOptions:\n", cmd.name, cmd.args, cmd.summary)
+		fl.PrintDefaults()
+	}
+	fl.StringVar(&o.ws, "w", defaultWorkspace(), "workspace store")
+	fl.BoolVar(&o.json, "json", false, "print JSON for machines")
+	if cmd.flags != nil {
+		cmd.flags(fl, o)
+	}
+	if err := fl.Parse(interleave(fl, args[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(exitUsage)
+	}
+	api, closeAPI, err := openAPI(ctx, e, o.ws)
+	if err != nil {
+		return fsFail(e, o, err)
+	}
+	err = cmd.run(ctx, &fsCtx{e: e, api: api, opts: o}, fl)
+	if cerr := closeAPI(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		return nil
+	}
+	if _, plain := err.(exitCode); plain {
+		return err // the command has reported (usage, nothing found)
+	}
+	return fsFail(e, o, err)
+}
+
+// fsFail reports an error the way the caller asked for, with its exit
+// status.
+func fsFail(e *env, o *fsOpts, err error) error {
+	code := exitCode(exitFailed)
+	var ce codedError
+	switch {
+	case errors.As(err, &ce):
+		code = ce.code
+	case errors.Is(err, workspace.ErrConflict):
+		code = exitConflict
+	}
+	if code == exitUsage {
+		fmt.Fprintf(e.stderr, "computerfs fs: %v\n", err)
+		return code
+	}
+	if o.json {
+		errno := workspace.Errno(err)
+		out := map[string]any{"error": err.Error(), "errno": unix.ErrnoName(errno), "exit": int(code)}
+		if errors.Is(err, workspace.ErrConflict) {
+			out["errno"] = "CONFLICT"
+		}
+		json.NewEncoder(e.stderr).Encode(out)
+	} else {
+		fmt.Fprintf(e.stderr, "computerfs fs: %v\n", err)
+	}
+	return code
+}
+
+// openAPI reaches the workspace through its daemon, or opens the store
+// when no daemon holds it.
+func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() error, error) {
+	c, closeConn, err := wsrpc.Dial(ctx, ws)
+	if err == nil {
+		return c, closeConn, nil
+	}
+	if !errors.Is(err, wsrpc.ErrNoDaemon) {
+		return nil, nil, err
+	}
+	if _, serr := os.Stat(ws); serr != nil {
+		return nil, nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, serr)
+	}
+	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrInUse) {
+			return nil, nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
+		}
+		return nil, nil, err
+	}
+	return workspace.New(f, workspace.Options{}), f.Close, nil
+}
+
+func printJSON(e *env, v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func needArgs(fl *flag.FlagSet, min, max int) error {
+	if fl.NArg() < min || (max >= 0 && fl.NArg() > max) {
+		fl.Usage()
+		return exitCode(exitUsage)
+	}
+	return nil
+}
+
+func parseMode(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m&^0o7777 != 0 {
+		return 0, codedError{fmt.Errorf("--mode %q: want octal permission bits such as 0644", s), exitUsage}
+	}
+	return uint32(m), nil
+}
+
+func fsCat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 1); err != nil {
+		return err
+	}
+	o := c.opts
+	rd, err := c.api.Read(ctx, fl.Arg(0), workspace.ReadOptions{Offset: o.offset, Length: o.length, Line: o.line, Lines: o.lines})
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	if !o.json {
+		if _, err := io.Copy(c.e.stdout, rd); err != nil {
+			return err
+		}
+		return nil
+	}
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	info := rd.Info()
+	out := map[string]any{"path": info.Path, "size": info.Size}
+	if h := rd.Hash(); h != "" {
+		out["hash"] = h
+	}
+	if utf8.Valid(data) {
+		out["content"] = string(data)
+	} else {
+		out["content_base64"] = base64.StdEncoding.EncodeToString(data)
+	}
+	return printJSON(c.e, out)
+}
+
+func fsWrite(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 1); err != nil {
+		return err
+	}
+	o := c.opts
+	mode, err := parseMode(o.mode)
+	if err != nil {
+		return err
+	}
+	res, err := c.api.Write(ctx, fl.Arg(0), c.e.stdin, workspace.WriteOptions{
+		Append: o.appendMode, Exclusive: o.exclusive, Perm: mode, IfMatch: o.ifMatch, Parents: o.parents, Sync: o.sync,
+	})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(c.e, res)
+	}
+	fmt.Fprintf(c.e.stdout, "%s: wrote %d bytes", res.Path, res.Written)
+	if res.Hash != "" {
+		fmt.Fprintf(c.e.stdout, ", hash %s", res.Hash)
+	}
+	fmt.Fprintln(c.e.stdout)
+	return nil
+}
+
+func fsEdit(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 1); err != nil {
+		return err
+	}
+	o := c.opts
+	var edits []workspace.Edit
+	switch {
+	case o.editsFile != "":
+		var data []byte
+		var err error
+		if o.editsFile == "-" {
+			data, err = io.ReadAll(c.e.stdin)
+		} else {
+			data, err = os.ReadFile(o.editsFile)
+		}
+		if err != nil {
+			return codedError{fmt.Errorf("--edits: %w", err), exitUsage}
+		}
+		if err := json.Unmarshal(data, &edits); err != nil {
+			return codedError{fmt.Errorf("--edits: %w", err), exitUsage}
+		}
+	case fl.Lookup("old") != nil && isSet(fl, "old"):
+		edits = []workspace.Edit{{Old: o.old, New: o.new, ReplaceAll: o.replaceAll}}
+	default:
+		return codedError{errors.New("edit: give --old and --new, or --edits FILE"), exitUsage}
+	}
+	res, err := c.api.Edit(ctx, fl.Arg(0), edits, workspace.EditOptions{IfMatch: o.ifMatch, DryRun: o.dryRun})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(c.e, res)
+	}
+	fmt.Fprint(c.e.stdout, res.Diff)
+	return nil
+}
+
+func isSet(fl *flag.FlagSet, name string) bool {
+	set := false
+	fl.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// pages calls fetch until it reports no next page (with --all) or once.
+func pages(o *fsOpts, fetch func(offset, limit int) (next int, err error)) error {
+	off := o.pageOff
+	for {
+		next, err := fetch(off, o.limit)
+		if err != nil {
+			return err
+		}
+		if next == 0 {
+			return nil
+		}
+		if !o.all {
+			return nextPage{next}
+		}
+		off = next
+	}
+}
+
+// nextPage says more results exist: not a failure.
+type nextPage struct{ next int }
+
+func (n nextPage) Error() string { return fmt.Sprintf("more results: pass --offset %d", n.next) }
+
+// finishPages prints where the next page starts, on stderr.
+func finishPages(c *fsCtx, err error) error {
+	var np nextPage
+	if errors.As(err, &np) {
+		if !c.opts.json {
+			fmt.Fprintf(c.e.stderr, "computerfs fs: more results: pass --offset %d\n", np.next)
+		}
+		return nil
+	}
+	return err
+}
+
+func fsLs(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 0, 1); err != nil {
+		return err
+	}
+	p := "/"
+	if fl.NArg() == 1 {
+		p = fl.Arg(0)
+	}
+	o := c.opts
+	var all workspace.ListResult
+	tw := tabwriter.NewWriter(c.e.stdout, 0, 0, 1, ' ', tabwriter.AlignRight)
+	err := pages(o, func(off, limit int) (int, error) {
+		res, err := c.api.List(ctx, p, workspace.ListOptions{Recursive: o.recursive, Depth: o.depth, Limit: limit, Offset: off})
+		if err != nil {
+			return 0, err
+		}
+		if o.json {
+			all.Entries = append(all.Entries, res.Entries...)
+			all.Next = res.Next
+			return res.Next, nil
+		}
+		for _, fi := range res.Entries {
+			name := fi.Name
+			if o.recursive {
+				name = fi.Path
+			}
+			if fi.IsDir() {
+				name += "/"
+			}
+			if o.long {
+				target := ""
+				if fi.Target != "" {
+					target = " -> " + fi.Target
+				}
+				fmt.Fprintf(tw, "%s\t %d\t %s\t %s%s\t\n", modeString(&fi), fi.Size, fi.Mtime.Local().Format("2006-01-02 15:04"), name, target)
+			} else {
+				fmt.Fprintln(tw, name)
+			}
+		}
+		return res.Next, nil
+	})
+	tw.Flush()
+	if o.json && (err == nil || errors.As(err, new(nextPage))) {
+		if all.Entries == nil {
+			all.Entries = []workspace.FileInfo{}
+		}
+		if perr := printJSON(c.e, all); perr != nil {
+			return perr
+		}
+	}
+	return finishPages(c, err)
+}
+
+func modeString(fi *workspace.FileInfo) string {
+	t := map[string]byte{"file": '-', "dir": 'd', "symlink": 'l', "fifo": 'p', "socket": 's', "char": 'c', "block": 'b'}[fi.Type]
+	if t == 0 {
+		t = '?'
+	}
+	b := []byte{t}
+	const rwx = "rwxrwxrwx"
+	for i := 0; i < 9; i++ {
+		if fi.Mode&(1<<(8-i)) != 0 {
+			b = append(b, rwx[i])
+		} else {
+			b = append(b, '-')
+		}
+	}
+	return string(b)
+}
+
+func fsStat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 1); err != nil {
+		return err
+	}
+	stat := c.api.Stat
+	if c.opts.lstat {
+		stat = c.api.Lstat
+	}
+	fi, err := stat(ctx, fl.Arg(0))
+	if err != nil {
+		return err
+	}
+	if c.opts.json {
+		return printJSON(c.e, fi)
+	}
+	w := c.e.stdout
+	fmt.Fprintf(w, "  Path: %s\n  Type: %s\n  Size: %d\n  Mode: %s (%04o)\n", fi.Path, fi.Type, fi.Size, modeString(&fi), fi.Mode)
+	fmt.Fprintf(w, " Inode: %d  Links: %d  Uid: %d  Gid: %d\n", fi.Ino, fi.Nlink, fi.Uid, fi.Gid)
+	fmt.Fprintf(w, "Modify: %s\n", fi.Mtime.Local().Format(time.RFC3339Nano))
+	if fi.Target != "" {
+		fmt.Fprintf(w, "Target: %s\n", fi.Target)
+	}
+	return nil
+}
+
+func fsMkdir(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, -1); err != nil {
+		return err
+	}
+	mode, err := parseMode(c.opts.mode)
+	if err != nil {
+		return err
+	}
+	var made []workspace.FileInfo
+	for _, p := range fl.Args() {
+		fi, err := c.api.Mkdir(ctx, p, workspace.MkdirOptions{Parents: c.opts.parents, Perm: mode})
+		if err != nil {
+			return err
+		}
+		made = append(made, fi)
+	}
+	if c.opts.json {
+		return printJSON(c.e, made)
+	}
+	return nil
+}
+
+func fsRm(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, -1); err != nil {
+		return err
+	}
+	total := 0
+	for _, p := range fl.Args() {
+		n, err := c.api.Remove(ctx, p, workspace.RemoveOptions{Recursive: c.opts.recursive, Force: c.opts.force})
+		total += n
+		if err != nil {
+			return err
+		}
+	}
+	if c.opts.json {
+		return printJSON(c.e, map[string]int{"removed": total})
+	}
+	return nil
+}
+
+// intoDir turns DST into DST/base(SRC) when DST is an existing directory,
+// as mv and cp do.
+func intoDir(ctx context.Context, api workspace.API, src, dst string) string {
+	if fi, err := api.Stat(ctx, dst); err == nil && fi.IsDir() {
+		return path.Join(dst, path.Base(strings.TrimRight(src, "/")))
+	}
+	return dst
+}
+
+func fsMv(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 2, 2); err != nil {
+		return err
+	}
+	src, dst := fl.Arg(0), intoDir(ctx, c.api, fl.Arg(0), fl.Arg(1))
+	if err := c.api.Rename(ctx, src, dst, workspace.RenameOptions{NoReplace: c.opts.noClobber}); err != nil {
+		return err
+	}
+	if c.opts.json {
+		return printJSON(c.e, map[string]string{"src": src, "dst": dst})
+	}
+	return nil
+}
+
+func fsCp(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 2, 2); err != nil {
+		return err
+	}
+	src, dst := fl.Arg(0), intoDir(ctx, c.api, fl.Arg(0), fl.Arg(1))
+	n, err := c.api.Copy(ctx, src, dst, workspace.CopyOptions{Recursive: c.opts.recursive, NoReplace: c.opts.noClobber})
+	if err != nil {
+		return err
+	}
+	if c.opts.json {
+		return printJSON(c.e, map[string]any{"src": src, "dst": dst, "copied": n})
+	}
+	return nil
+}
+
+func fsGlob(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 1); err != nil {
+		return err
+	}
+	o := c.opts
+	var all workspace.GlobResult
+	found := false
+	err := pages(o, func(off, limit int) (int, error) {
+		res, err := c.api.Glob(ctx, fl.Arg(0), workspace.GlobOptions{Dir: o.dir, Limit: limit, Offset: off})
+		if err != nil {
+			return 0, err
+		}
+		found = found || len(res.Paths) > 0
+		if o.json {
+			all.Paths = append(all.Paths, res.Paths...)
+			all.Next = res.Next
+		} else {
+			for _, p := range res.Paths {
+				fmt.Fprintln(c.e.stdout, p)
+			}
+		}
+		return res.Next, nil
+	})
+	if o.json && (err == nil || errors.As(err, new(nextPage))) {
+		if all.Paths == nil {
+			all.Paths = []string{}
+		}
+		if perr := printJSON(c.e, all); perr != nil {
+			return perr
+		}
+	}
+	if err := finishPages(c, err); err != nil {
+		return err
+	}
+	if !found {
+		return exitCode(exitNoMatch)
+	}
+	return nil
+}
+
+func fsGrep(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 1, 2); err != nil {
+		return err
+	}
+	o := c.opts
+	if o.regex && o.fixed {
+		return codedError{errors.New("grep: -E and -F exclude each other"), exitUsage}
+	}
+	p := "/"
+	if fl.NArg() == 2 {
+		p = fl.Arg(1)
+	}
+	opt := workspace.GrepOptions{Pattern: fl.Arg(0), Regex: o.regex, IgnoreCase: o.ignoreCase, Include: o.include, Exclude: o.exclude, Before: o.before, After: o.after}
+	if o.context > 0 {
+		opt.Before, opt.After = max(opt.Before, o.context), max(opt.After, o.context)
+	}
+	switch {
+	case o.filesWith && o.count:
+		return codedError{errors.New("grep: -l and -c exclude each other"), exitUsage}
+	case o.filesWith:
+		opt.Mode = "files"
+	case o.count:
+		opt.Mode = "count"
+	}
+	var all workspace.GrepResult
+	found := false
+	lastPath, lastLine := "", 0
+	err := pages(o, func(off, limit int) (int, error) {
+		opt.Offset, opt.Limit = off, limit
+		res, err := c.api.Grep(ctx, p, opt)
+		if err != nil {
+			return 0, err
+		}
+		found = found || len(res.Lines) > 0 || len(res.Files) > 0
+		if o.json {
+			all.Lines = append(all.Lines, res.Lines...)
+			all.Files = append(all.Files, res.Files...)
+			all.Skipped += res.Skipped
+			all.Next = res.Next
+			return res.Next, nil
+		}
+		w := c.e.stdout
+		for _, f := range res.Files {
+			if opt.Mode == "count" {
+				fmt.Fprintf(w, "%s:%d\n", f.Path, f.Count)
+			} else {
+				fmt.Fprintln(w, f.Path)
+			}
+		}
+		for _, l := range res.Lines {
+			// GNU grep's separator between groups that do not touch.
+			if (opt.Before > 0 || opt.After > 0) && lastPath != "" && (l.Path != lastPath || l.Line > lastLine+1) {
+				fmt.Fprintln(w, "--")
+			}
+			sep := ':'
+			if l.Context {
+				sep = '-'
+			}
+			fmt.Fprintf(w, "%s%c%d%c%s\n", l.Path, sep, l.Line, sep, l.Text)
+			lastPath, lastLine = l.Path, l.Line
+		}
+		return res.Next, nil
+	})
+	if o.json && (err == nil || errors.As(err, new(nextPage))) {
+		if perr := printJSON(c.e, all); perr != nil {
+			return perr
+		}
+	}
+	if err := finishPages(c, err); err != nil {
+		return err
+	}
+	if !found {
+		return exitCode(exitNoMatch)
+	}
+	return nil
+}
+
+func fsTree(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 0, 1); err != nil {
+		return err
+	}
+	p := "/"
+	if fl.NArg() == 1 {
+		p = fl.Arg(0)
+	}
+	n, err := c.api.Tree(ctx, p, workspace.TreeOptions{Depth: c.opts.depth})
+	if err != nil {
+		return err
+	}
+	if c.opts.json {
+		return printJSON(c.e, n)
+	}
+	fmt.Fprintf(c.e.stdout, "%s  [%s, %d files, %d dirs]\n", n.Path, humanBytes(n.Size), n.Files, n.Dirs)
+	printTree(c.e.stdout, n, "")
+	return nil
+}
+
+func printTree(w io.Writer, n *workspace.TreeNode, indent string) {
+	for i, ch := range n.Children {
+		branch, next := "├── ", "│   "
+		if i == len(n.Children)-1 && n.Omitted == 0 {
+			branch, next = "└── ", "    "
+		}
+		name := ch.Name
+		if ch.Type == "dir" {
+			name += "/"
+		}
+		fmt.Fprintf(w, "%s%s%s  [%s]\n", indent, branch, name, humanBytes(ch.Size))
+		printTree(w, ch, indent+next)
+	}
+	if n.Omitted > 0 {
+		fmt.Fprintf(w, "%s└── ... %d more\n", indent, n.Omitted)
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func fsDu(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 0, -1); err != nil {
+		return err
+	}
+	paths := fl.Args()
+	if len(paths) == 0 {
+		paths = []string{"/"}
+	}
+	var out []*workspace.TreeNode
+	for _, p := range paths {
+		n, err := c.api.Du(ctx, p)
+		if err != nil {
+			return err
+		}
+		if c.opts.json {
+			out = append(out, n)
+			continue
+		}
+		fmt.Fprintf(c.e.stdout, "%d\t%s\t(%s, %d files, %d dirs)\n", n.Size, n.Path, humanBytes(n.Size), n.Files, n.Dirs)
+	}
+	if c.opts.json {
+		return printJSON(c.e, out)
+	}
+	return nil
+}
+
+func fsChanges(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
+	if err := needArgs(fl, 0, 0); err != nil {
+		return err
+	}
+	o := c.opts
+	since := o.since
+	enc := json.NewEncoder(c.e.stdout)
+	for {
+		res, err := c.api.Changes(ctx, since, o.limit)
+		if err != nil {
+			if errors.Is(err, fs.ErrJournalPruned) {
+				return codedError{fmt.Errorf("%w; rescan, then follow from --since %d", err, res.Last), exitFailed}
+			}
+			return err
+		}
+		if o.json && !o.follow {
+			return printJSON(c.e, res)
+		}
+		for _, ch := range res.Changes {
+			if o.json {
+				if err := enc.Encode(ch); err != nil {
+					return err
+				}
+				continue
+			}
+			line := fmt.Sprintf("%d\t%s\t%-6s\t%s", ch.Seq, time.Unix(0, ch.Time).Local().Format("2006-01-02T15:04:05.000"), ch.Op, ch.Path)
+			if ch.NewPath != "" {
+				line += " -> " + ch.NewPath
+			}
+			fmt.Fprintln(c.e.stdout, line)
+		}
+		if f, ok := c.e.stdout.(interface{ Sync() error }); ok && o.follow {
+			f.Sync()
+		}
+		since = res.Next
+		if len(res.Changes) > 0 && since < res.Last {
+			continue // more pages now
+		}
+		if !o.follow {
+			if !o.json {
+				fmt.Fprintf(c.e.stderr, "computerfs fs: last change %d\n", res.Last)
+			}
+			return nil
+		}
+		if err := c.api.WaitChanges(ctx, since); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// cmdServe runs the daemon without a mount: the control socket only.
+func cmdServe(ctx context.Context, e *env, args []string) error {
+	var (
+		daemon   bool
+		limitStr string
+		memLimit string
+	)
+	fl, err := parse(e, "serve", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the socket is live")
+		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G")
+		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
+	})
+	if err != nil {
+		return err
+	}
+	ws := defaultWorkspace()
+	switch fl.NArg() {
+	case 0:
+	case 1:
+		ws = fl.Arg(0)
+	default:
+		fl.Usage()
+		return exitCode(2)
+	}
+	var limit uint64
+	if limitStr != "" {
+		if limit, err = parseSize(limitStr); err != nil {
+			return err
+		}
+	}
+	if err := setMemoryLimit(memLimit); err != nil {
+		return err
+	}
+	if daemon {
+		return startDaemon(e, "serve", args)
+	}
+	ready := readyReporter()
+	err = serve(ctx, e, ws, "", limit, false, false, ready)
+	if err != nil {
+		ready(err)
+	}
+	return err
+}
