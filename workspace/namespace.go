@@ -340,7 +340,7 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		ea, err := w.f.GetAttr(e.Ino)
+		ea, err := w.entryAttr(src, e.Name, e.Ino)
 		if err != nil {
 			if err == syscall.ENOENT {
 				continue // removed meanwhile
@@ -348,14 +348,14 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 			return n, err
 		}
 		if ea.IsDir() {
-			m, err := w.copyTree(ctx, e.Ino, &ea, nd.Ino, e.Name)
+			m, err := w.copyTree(ctx, ea.Ino, &ea, nd.Ino, e.Name)
 			n += m
 			if err != nil {
 				return n, err
 			}
 			continue
 		}
-		if err := w.copyNode(ctx, e.Ino, &ea, nd.Ino, e.Name, false); err != nil {
+		if err := w.copyNode(ctx, ea.Ino, &ea, nd.Ino, e.Name, false); err != nil {
 			return n, err
 		}
 		n++

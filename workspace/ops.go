@@ -483,10 +483,11 @@ func (w *WS) fill(ctx context.Context, ino fs.Ino, r io.Reader) (int64, error) {
 	for {
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, err := w.f.Write(ctx, ino, off, buf[:n], false); err != nil {
+			m, err := w.writeAll(ctx, ino, off, buf[:n], false)
+			off += m
+			if err != nil {
 				return off, err
 			}
-			off += int64(n)
 		}
 		switch rerr {
 		case nil:
@@ -496,6 +497,24 @@ func (w *WS) fill(ctx context.Context, ino fs.Ino, r io.Reader) (int64, error) {
 			return off, fmt.Errorf("read the data to write: %w", rerr)
 		}
 	}
+}
+
+// writeAll writes data at off (at the end with appendMode), going on
+// after short writes: fs.Write stops early without an error when it runs
+// out of space part way, and says why on the next call.
+func (w *WS) writeAll(ctx context.Context, ino fs.Ino, off int64, data []byte, appendMode bool) (int64, error) {
+	var done int64
+	for done < int64(len(data)) {
+		n, err := w.f.Write(ctx, ino, off+done, data[done:], appendMode)
+		done += int64(n)
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, syscall.EIO
+		}
+	}
+	return done, nil
 }
 
 func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, opt WriteOptions) (WriteResult, error) {
@@ -527,8 +546,8 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 	for {
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
-			m, err := w.f.Write(ctx, ino, 0, buf[:n], true)
-			written += int64(m)
+			m, err := w.writeAll(ctx, ino, 0, buf[:n], true)
+			written += m
 			if err != nil {
 				w.invalidate(0, "", ino)
 				return WriteResult{}, pathErr(op, p, err)

@@ -82,7 +82,7 @@ func (w *WS) List(ctx context.Context, p string, opt ListOptions) (ListResult, e
 			out.Next = opt.Offset + limit
 			return false, nil
 		}
-		a, err := w.f.GetAttr(e.ino)
+		a, err := w.entryAttr(e.dir, e.name, e.ino)
 		if err != nil {
 			if err == syscall.ENOENT {
 				return true, nil // removed meanwhile
@@ -103,7 +103,21 @@ type walkEntry struct {
 	ino   fs.Ino
 	typ   uint32 // S_IFMT
 	path  string
-	depth int // 1 for the entries of the starting directory
+	depth int    // 1 for the entries of the starting directory
+	dir   fs.Ino // the directory holding the entry
+	name  string
+}
+
+// entryAttr returns the attributes of entry (ino, name) of directory dir.
+// A name replaced since the directory was read (an atomic write gives it
+// a new inode) is looked up again, so that a file that never stopped
+// existing does not drop out of a walk; ENOENT means the name is gone.
+func (w *WS) entryAttr(dir fs.Ino, name string, ino fs.Ino) (fs.Attr, error) {
+	a, err := w.f.GetAttr(ino)
+	if err == syscall.ENOENT || (err == nil && a.Nlink == 0 && !a.IsDir()) {
+		return w.f.Lookup(fs.Caller{Uid: w.opts.Caller.Uid, Gid: w.opts.Caller.Gid}, dir, name)
+	}
+	return a, err
 }
 
 // walkDir visits the tree below directory ino, depth first, entries in
@@ -130,7 +144,7 @@ func (w *WS) walkRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth 
 			continue
 		}
 		ep := joinPath(p, e.Name)
-		more, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep, depth: depth})
+		more, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep, depth: depth, dir: ino, name: e.Name})
 		if err != nil || !more {
 			return false, err
 		}
@@ -341,7 +355,7 @@ func (w *WS) Grep(ctx context.Context, p string, opt GrepOptions) (GrepResult, e
 				if e.typ != syscall.S_IFREG || !filter.Allow(relTo(r.path, e.path)) {
 					return true, nil
 				}
-				if err := g.dispatch(ctx, files, results, grepFile{ino: e.ino, path: e.path}); err != nil {
+				if err := g.dispatch(ctx, files, results, grepFile{ino: e.ino, path: e.path, dir: e.dir, name: e.name}); err != nil {
 					return false, err
 				}
 				return true, nil
@@ -392,6 +406,8 @@ func (w *WS) Grep(ctx context.Context, p string, opt GrepOptions) (GrepResult, e
 type grepFile struct {
 	ino  fs.Ino
 	path string
+	dir  fs.Ino // the directory holding it, with name: 0 for a file given directly
+	name string
 	out  chan grepOutcome
 }
 
@@ -436,7 +452,17 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 	if ctx.Err() != nil {
 		return o
 	}
-	if _, err := g.w.f.Open(f.ino); err != nil {
+	_, err := g.w.f.Open(f.ino)
+	if err == syscall.ENOENT && f.name != "" {
+		// Replaced since the walk read its directory: search the file
+		// the name holds now.
+		c := fs.Caller{Uid: g.w.opts.Caller.Uid, Gid: g.w.opts.Caller.Gid}
+		if a, lerr := g.w.f.Lookup(c, f.dir, f.name); lerr == nil && a.IsRegular() {
+			f.ino = a.Ino
+			_, err = g.w.f.Open(f.ino)
+		}
+	}
+	if err != nil {
 		if err == syscall.ENOENT {
 			return o // removed meanwhile
 		}
@@ -445,7 +471,6 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 	}
 	defer g.w.f.Release(f.ino)
 	rd := &inoReader{ctx: ctx, f: g.w.f, ino: f.ino}
-	var err error
 	switch g.opt.Mode {
 	case "files":
 		var hit bool
@@ -649,14 +674,14 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 		if e.Name == "." || e.Name == ".." {
 			continue
 		}
-		ea, err := w.f.GetAttr(e.Ino)
+		ea, err := w.entryAttr(ino, e.Name, e.Ino)
 		if err != nil {
 			if err == syscall.ENOENT {
 				continue
 			}
 			return nil, err
 		}
-		c, err := w.summarise(ctx, e.Ino, &ea, joinPath(p, e.Name), depth-1, maxEntries, seen)
+		c, err := w.summarise(ctx, ea.Ino, &ea, joinPath(p, e.Name), depth-1, maxEntries, seen)
 		if err != nil {
 			return nil, err
 		}

@@ -327,7 +327,7 @@ func (c *Client) SetAttr(ctx context.Context, p string, opt workspace.SetAttrOpt
 func (c *Client) Glob(ctx context.Context, pattern string, opt workspace.GlobOptions) (workspace.GlobResult, error) {
 	r, err := c.c.Glob(ctx, &pb.GlobRequest{Pattern: pattern, Dir: opt.Dir, Limit: int32(opt.Limit), Offset: int32(opt.Offset)})
 	if err != nil {
-		return workspace.GlobResult{}, callErr("glob", pattern, err)
+		return workspace.GlobResult{}, callErr("glob", pattern, err, opt.Dir)
 	}
 	if err := fromPBError(r.Error); err != nil {
 		return workspace.GlobResult{}, err

@@ -155,12 +155,10 @@ func (s *Server) Write(stream grpc.ClientStreamingServer[pb.WriteRequest, pb.Wri
 		err = r.err // the stream broke, yet the data read so far was written: say so
 	}
 	if err != nil {
-		// Drain what the client still sends, so that it sees our answer.
-		for r.err == nil {
-			if _, r.err = stream.Recv(); r.err != nil {
-				break
-			}
-		}
+		// Answer at once, without draining what the client still sends:
+		// its next Send fails with io.EOF and its CloseAndRecv gets this
+		// answer. Draining would take as long as the rest of the data (a
+		// write past the size limit would stream on to its end).
 		return stream.SendAndClose(&pb.WriteResponse{Error: toPBError(err)})
 	}
 	return stream.SendAndClose(&pb.WriteResponse{Path: valid(res.Path), Size: res.Size, Written: res.Written, Hash: res.Hash, Created: res.Created})
@@ -434,3 +432,6 @@ func (s *Server) WaitChanges(ctx context.Context, req *pb.WaitChangesRequest) (*
 	}
 	return &pb.WaitChangesResponse{Waited: true}, nil
 }
+
+// ValidUTF8 makes s fit a proto string field, replacing invalid bytes.
+func ValidUTF8(s string) string { return valid(s) }

@@ -48,9 +48,10 @@ type ControlServer struct {
 }
 
 // Listen creates the control socket of workspace ws, owner-only, and
-// serves srv on it until Close. The caller must hold the workspace (its
-// store lock): a socket left at the path by a dead daemon is replaced.
-func Listen(ws string, srv *Server, log *slog.Logger) (*ControlServer, error) {
+// serves srv and the services register adds on it until Close. The
+// caller must hold the workspace (its store lock): a socket left at the
+// path by a dead daemon is replaced.
+func Listen(ws string, srv *Server, log *slog.Logger, register ...func(*grpc.Server)) (*ControlServer, error) {
 	path, err := SocketPath(ws)
 	if err != nil {
 		return nil, err
@@ -82,6 +83,9 @@ func Listen(ws string, srv *Server, log *slog.Logger) (*ControlServer, error) {
 	}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(4<<20 + 4096))
 	srv.Register(g)
+	for _, r := range register {
+		r(g)
+	}
 	cs := &ControlServer{path: path, lis: lis, grpc: g, log: log, done: make(chan struct{})}
 	go func() {
 		defer close(cs.done)
@@ -125,9 +129,19 @@ var ErrNoDaemon = errors.New("no daemon holds the workspace")
 // ErrNoDaemon (wrapped) when the socket is missing or nobody listens on
 // it, so that the caller can open the store itself.
 func Dial(ctx context.Context, ws string) (*Client, func() error, error) {
-	path, err := SocketPath(ws)
+	conn, err := DialConn(ctx, ws)
 	if err != nil {
 		return nil, nil, err
+	}
+	return NewClient(conn), conn.Close, nil
+}
+
+// DialConn is Dial for callers that want the connection itself (for the
+// daemon's other services).
+func DialConn(ctx context.Context, ws string) (*grpc.ClientConn, error) {
+	path, err := SocketPath(ws)
+	if err != nil {
+		return nil, err
 	}
 	// Probe first: grpc connects lazily, and a dead socket must be told
 	// apart from a slow call.
@@ -135,16 +149,16 @@ func Dial(ctx context.Context, ws string) (*Client, func() error, error) {
 	probe, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, nil, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
+			return nil, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
 		}
-		return nil, nil, fmt.Errorf("control socket %s: %w", path, err)
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	probe.Close()
 	conn, err := grpc.NewClient("unix://"+path,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(4<<20+4096)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("control socket %s: %w", path, err)
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	return NewClient(conn), conn.Close, nil
+	return conn, nil
 }

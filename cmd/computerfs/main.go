@@ -34,6 +34,8 @@ func allCommands() []command {
 		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount", cmdServe},
 		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
+		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
+		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
 	"github.com/computerfs/computerfs/workspace"
@@ -154,8 +155,18 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 		}
 	}
 	api := workspace.New(f, workspace.Options{})
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log)
+	absMnt := ""
+	if mnt != "" {
+		absMnt, _ = filepath.Abs(mnt)
+	}
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt)
 	if err != nil {
+		f.Close()
+		return err
+	}
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log, backends.NewService(rt).Register)
+	if err != nil {
+		closeRT()
 		f.Close()
 		return err
 	}
@@ -166,6 +177,7 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
 		if err != nil {
 			ctl.Close()
+			closeRT()
 			f.Close()
 			return err
 		}
@@ -195,6 +207,7 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 		}
 	}
 	ctl.Close()
+	closeRT()
 	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", ws, err)

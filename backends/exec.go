@@ -1,0 +1,548 @@
+package backends
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
+	"google.golang.org/protobuf/proto"
+)
+
+// Request is one exec.
+type Request struct {
+	// Backend names the backend; empty lets the policy choose.
+	Backend string
+	// Argv is the command: for a script backend, Argv[0] (or all of Argv
+	// joined by spaces) is the script.
+	Argv []string
+	Kind string // "script", "argv", "js-module"; empty: the backend's first
+	File string // a workspace path to the source, instead of Argv
+	Cwd  string // a workspace path ("/" if empty)
+	Env  map[string]string
+	// Timeout and OutputLimit override the backend's defaults, within its
+	// maximums.
+	Timeout     time.Duration
+	OutputLimit int64
+	Input       []byte // structured input (JSON)
+	Stdin       io.Reader
+	// Signals forwards signals (SIGINT, SIGTERM, SIGKILL) to the command.
+	Signals <-chan syscall.Signal
+}
+
+// Result is how an exec ended, and its record.
+type Result struct {
+	ID      string
+	Backend string
+	Reason  string // why this backend
+	Exit    *pb.Exit
+	Result  []byte // structured result (JSON), if any
+	// Changes are the workspace changes made while the exec ran (through
+	// any door: a concurrent writer's show up too).
+	Changes          []workspace.Change
+	ChangesTruncated bool
+	Start            time.Time
+}
+
+// Host-side bounds, whatever a backend describes.
+const (
+	defaultTimeout     = 60 * time.Second
+	hardMaxTimeout     = 24 * time.Hour
+	defaultOutputLimit = 16 << 20
+	hardMaxOutput      = 1 << 30
+	maxResultBytes     = 16 << 20
+	killGrace          = 2 * time.Second
+	maxChanges         = 10000
+)
+
+// ExitStatus is the status a command line gives for an exit: the code, or
+// 128+signal when a signal ended it.
+func ExitStatus(e *pb.Exit) int {
+	if e == nil {
+		return 1
+	}
+	if e.Signal != 0 {
+		return 128 + int(e.Signal)
+	}
+	return int(e.ExitCode)
+}
+
+// Choose picks the backend for req, and says why.
+func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, error) {
+	if req.Backend != "" {
+		if _, err := r.get(req.Backend); err != nil {
+			return "", "", err
+		}
+		return req.Backend, "named by the caller", nil
+	}
+	has := func(id string) bool { _, err := r.get(id); return err == nil }
+	isJS := req.Kind == "js-module" || strings.HasSuffix(req.File, ".js") || strings.HasSuffix(req.File, ".mjs")
+	if isJS {
+		if has("js") {
+			return "js", "policy: a JavaScript module runs on js", nil
+		}
+		return "", "", fmt.Errorf("%w: no js backend for a JavaScript module", ErrNoBackend)
+	}
+	if req.Kind == "" || req.Kind == "script" {
+		if has("shell") {
+			script := strings.Join(req.Argv, " ")
+			if req.File != "" {
+				script = ""
+			}
+			cmds, certain, err := commandsOf(script)
+			if err == nil {
+				supported, serr := r.shellCommands(ctx)
+				if serr == nil {
+					var missing []string
+					for _, c := range cmds {
+						if !supported[c] {
+							missing = append(missing, c)
+						}
+					}
+					switch {
+					case len(missing) == 0 && certain:
+						return "shell", fmt.Sprintf("policy: every command (%s) runs in process on the shell", strings.Join(cmds, ", ")), nil
+					case len(missing) > 0 && has("container"):
+						return "container", fmt.Sprintf("policy: %s not a shell command; container runs real binaries", strings.Join(missing, ", ")+pluralIs(len(missing))), nil
+					}
+				}
+			}
+		}
+	}
+	def := r.opts.Policy.Default
+	if def == "" {
+		def = "shell"
+	}
+	if !has(def) {
+		return "", "", fmt.Errorf("%w: the default backend %q is not installed", ErrNoBackend, def)
+	}
+	return def, "policy: the default backend", nil
+}
+
+func pluralIs(n int) string {
+	if n == 1 {
+		return " is"
+	}
+	return " are"
+}
+
+// shellCommands returns the commands the shell backend describes.
+func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
+	desc, err := r.Describe(ctx, "shell")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, f := range desc.Features {
+		if list, ok := strings.CutPrefix(f, "commands:"); ok {
+			for _, c := range strings.Split(list, ",") {
+				out[c] = true
+			}
+		}
+	}
+	if allowed := r.opts.Policy.For("shell").Commands; len(allowed) > 0 {
+		only := map[string]bool{}
+		for _, c := range allowed {
+			if out[c] {
+				only[c] = true
+			}
+		}
+		out = only
+	}
+	return out, nil
+}
+
+// Exec runs req, streaming its output to stdout and stderr as it comes.
+// The error is for a failure to run at all (no such backend, a plugin
+// that cannot start); how the command ended, crashes and limits included,
+// is in Result.Exit.
+func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writer) (*Result, error) {
+	id, reason, err := r.Choose(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.get(id)
+	if err != nil {
+		return nil, err
+	}
+	pol := r.opts.Policy.For(id)
+	if pol.Disabled {
+		return nil, fmt.Errorf("backend %s is disabled by policy", id)
+	}
+	pc, desc, err := b.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{ID: r.newExecID(), Backend: id, Reason: reason, Start: time.Now()}
+
+	// The exec's view of the workspace, and its token.
+	view := r.opts.WS
+	if pol.Root != "" && pol.Root != "/" || pol.ReadOnly {
+		root := pol.Root
+		if root == "" {
+			root = "/"
+		}
+		if view, err = view.Sub(ctx, root, pol.ReadOnly); err != nil {
+			return nil, fmt.Errorf("backend %s: policy root %s: %w", id, pol.Root, err)
+		}
+	}
+	tok := r.newToken(view)
+	defer r.dropToken(tok)
+
+	env, err := buildEnv(pol, req.Env)
+	if err != nil {
+		return nil, err
+	}
+	limits := resolveLimits(desc, req)
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = "/"
+	}
+	start := &pb.ExecStart{
+		ExecId: res.ID, Argv: req.Argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
+		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
+	}
+	before := r.opts.WS.LastChange()
+	b.mu.Lock()
+	b.execs++
+	b.mu.Unlock()
+
+	res.Exit, res.Result = r.run(ctx, b, pc, start, limits, req, stdout, stderr)
+
+	if ch, err := r.opts.WS.Changes(ctx, before, maxChanges); err == nil {
+		res.Changes = ch.Changes
+		res.ChangesTruncated = ch.Next < ch.Last && len(ch.Changes) == maxChanges
+	}
+	r.record(res)
+	return res, nil
+}
+
+func buildEnv(pol BackendPolicy, reqEnv map[string]string) (map[string]string, error) {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"}
+	for k, v := range pol.Env {
+		env[k] = v
+	}
+	allowed := map[string]bool{}
+	for _, k := range pol.AllowEnv {
+		allowed[k] = true
+	}
+	for k, v := range reqEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("bad environment variable %q", k)
+		}
+		if len(allowed) > 0 && !allowed[k] {
+			return nil, fmt.Errorf("environment variable %s is not allowed by the backend's policy", k)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// resolveLimits applies the request within the backend's maximums, and
+// the host's own bounds within those.
+func resolveLimits(desc *pb.Description, req *Request) *pb.Limits {
+	l := &pb.Limits{}
+	if desc.DefaultLimits != nil {
+		l = proto.Clone(desc.DefaultLimits).(*pb.Limits)
+	}
+	if req.Timeout > 0 {
+		l.TimeoutMs = req.Timeout.Milliseconds()
+	}
+	if req.OutputLimit > 0 {
+		l.OutputBytes = req.OutputLimit
+	}
+	if l.TimeoutMs <= 0 {
+		l.TimeoutMs = defaultTimeout.Milliseconds()
+	}
+	if l.OutputBytes <= 0 {
+		l.OutputBytes = defaultOutputLimit
+	}
+	if m := desc.MaxLimits; m != nil {
+		if m.TimeoutMs > 0 && l.TimeoutMs > m.TimeoutMs {
+			l.TimeoutMs = m.TimeoutMs
+		}
+		if m.OutputBytes > 0 && l.OutputBytes > m.OutputBytes {
+			l.OutputBytes = m.OutputBytes
+		}
+		if m.MemoryBytes > 0 && (l.MemoryBytes == 0 || l.MemoryBytes > m.MemoryBytes) {
+			l.MemoryBytes = m.MemoryBytes
+		}
+	}
+	l.TimeoutMs = min(l.TimeoutMs, hardMaxTimeout.Milliseconds())
+	l.OutputBytes = min(l.OutputBytes, hardMaxOutput)
+	return l
+}
+
+// run drives one exec's stream. Every way it can end becomes an Exit.
+func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, start *pb.ExecStart, limits *pb.Limits, req *Request, stdout, stderr io.Writer) (*pb.Exit, []byte) {
+	t0 := time.Now()
+	exitWith := func(code int32, reason string) *pb.Exit {
+		return &pb.Exit{ExitCode: code, Reason: reason, DurationNs: int64(time.Since(t0))}
+	}
+	if limits.InputBytes > 0 && int64(len(req.Input)) > limits.InputBytes {
+		return exitWith(2, fmt.Sprintf("structured input is %d bytes, over the limit of %d", len(req.Input), limits.InputBytes)), nil
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return exitWith(2, "structured input is not valid JSON"), nil
+	}
+	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStream()
+	stream, err := pc.Backend.Exec(streamCtx)
+	if err != nil {
+		b.crashed(pc, fmt.Sprintf("open exec stream: %v", err))
+		return exitWith(126, fmt.Sprintf("backend %s: %v", b.id, err)), nil
+	}
+	var sendMu sync.Mutex
+	send := func(m *pb.ExecInput) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	if err := send(&pb.ExecInput{Msg: &pb.ExecInput_Start{Start: start}}); err != nil {
+		b.crashed(pc, fmt.Sprintf("send start: %v", err))
+		return exitWith(126, fmt.Sprintf("backend %s: %v", b.id, err)), nil
+	}
+
+	// Outcome of the receive loop.
+	type outcome struct {
+		exit     *pb.Exit
+		result   []byte
+		err      error // protocol violation or stream failure
+		overflow bool
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		var written int64
+		started := false
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				if o.exit == nil {
+					if err == io.EOF {
+						o.err = errors.New("the backend ended the exec without an exit message")
+					} else {
+						o.err = fmt.Errorf("exec stream broke: %w", err)
+					}
+				}
+				done <- o
+				return
+			}
+			if o.exit != nil {
+				o.exit, o.err = nil, errors.New("the backend sent a message after exit")
+				done <- o
+				return
+			}
+			switch msg := m.Msg.(type) {
+			case *pb.ExecOutput_Started:
+				started = true
+			case *pb.ExecOutput_Stdout, *pb.ExecOutput_Stderr:
+				var data []byte
+				w := stdout
+				if so, ok := msg.(*pb.ExecOutput_Stdout); ok {
+					data = so.Stdout
+				} else {
+					data, w = msg.(*pb.ExecOutput_Stderr).Stderr, stderr
+				}
+				if !started {
+					o.err = errors.New("the backend sent output before started")
+					done <- o
+					return
+				}
+				if len(data) > pluginapi.MaxChunk {
+					o.err = fmt.Errorf("the backend sent an output chunk of %d bytes (at most %d)", len(data), pluginapi.MaxChunk)
+					done <- o
+					return
+				}
+				if o.overflow {
+					continue // drain until the kill lands
+				}
+				if rest := limits.OutputBytes - written; int64(len(data)) > rest {
+					data = data[:max(rest, 0)]
+					o.overflow = true
+				}
+				written += int64(len(data))
+				if len(data) > 0 && w != nil {
+					w.Write(data)
+				}
+				if o.overflow {
+					// Past the cap: stop the command, keep what fit.
+					send(&pb.ExecInput{Msg: &pb.ExecInput_Signal{Signal: int32(syscall.SIGKILL)}})
+					go func() {
+						time.Sleep(killGrace)
+						cancelStream()
+					}()
+				}
+			case *pb.ExecOutput_ResultJson:
+				if o.result != nil {
+					o.err = errors.New("the backend sent two results")
+					done <- o
+					return
+				}
+				lim := int64(maxResultBytes)
+				if limits.ResultBytes > 0 {
+					lim = min(lim, limits.ResultBytes)
+				}
+				if int64(len(msg.ResultJson)) > lim {
+					o.err = fmt.Errorf("the backend sent a result of %d bytes (at most %d)", len(msg.ResultJson), lim)
+					done <- o
+					return
+				}
+				if !json.Valid(msg.ResultJson) {
+					o.err = errors.New("the backend sent a result that is not valid JSON")
+					done <- o
+					return
+				}
+				o.result = msg.ResultJson
+			case *pb.ExecOutput_Exit:
+				if msg.Exit == nil {
+					o.err = errors.New("the backend sent an empty exit")
+					done <- o
+					return
+				}
+				o.exit = msg.Exit
+			default:
+				o.err = fmt.Errorf("the backend sent an unexpected message %T", m.Msg)
+				done <- o
+				return
+			}
+		}
+	}()
+
+	// Stdin, then signals, until the exec ends.
+	stdinDone := make(chan struct{})
+	go func() {
+		defer close(stdinDone)
+		if req.Stdin != nil {
+			buf := make([]byte, pluginapi.MaxChunk)
+			for {
+				n, err := req.Stdin.Read(buf)
+				if n > 0 {
+					if send(&pb.ExecInput{Msg: &pb.ExecInput_Stdin{Stdin: append([]byte(nil), buf[:n]...)}}) != nil {
+						return
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		send(&pb.ExecInput{Msg: &pb.ExecInput_StdinClose{StdinClose: true}})
+	}()
+
+	timeout := time.Duration(limits.TimeoutMs) * time.Millisecond
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var killTimer <-chan time.Time
+	timedOut, cancelled := false, false
+	signal := func(s syscall.Signal) {
+		send(&pb.ExecInput{Msg: &pb.ExecInput_Signal{Signal: int32(s)}})
+	}
+	ctxDone := ctx.Done()
+	sigs := req.Signals
+	for {
+		select {
+		case o := <-done:
+			cancelStream()
+			exit := o.exit
+			if o.err != nil {
+				// A lying or broken plugin: its process is suspect.
+				b.crashed(pc, o.err.Error())
+				exit = &pb.Exit{ExitCode: 126, Reason: fmt.Sprintf("backend %s: %v", b.id, o.err)}
+			}
+			if timedOut {
+				exit.TimedOut = true
+				if exit.Signal == 0 && exit.ExitCode == 0 {
+					exit.Signal = int32(syscall.SIGKILL)
+				}
+				if exit.Reason == "" || o.err != nil {
+					exit.Reason = fmt.Sprintf("timed out after %s", timeout)
+				}
+			}
+			if cancelled && exit.Reason == "" {
+				exit.Reason = "cancelled"
+			}
+			if o.overflow {
+				exit.Truncated = true
+				if exit.Reason == "" || o.err != nil {
+					exit.Reason = fmt.Sprintf("output went past the limit of %d bytes", limits.OutputBytes)
+				}
+			}
+			exit.DurationNs = int64(time.Since(t0))
+			return exit, o.result
+		case s, ok := <-sigs:
+			if !ok {
+				sigs = nil // closed: no more signals (a closed channel must not spin)
+				continue
+			}
+			signal(s)
+			if s == syscall.SIGKILL && killTimer == nil {
+				killTimer = time.After(killGrace)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			cancelled = true
+			signal(syscall.SIGKILL)
+			if killTimer == nil {
+				killTimer = time.After(killGrace)
+			}
+		case <-timer.C:
+			timedOut = true
+			signal(syscall.SIGTERM)
+			signal(syscall.SIGKILL)
+			killTimer = time.After(killGrace)
+		case <-killTimer:
+			// The backend ignored the kill: it hangs. Kill its process
+			// group; the next exec starts a fresh one.
+			b.crashed(pc, "the backend did not end an exec it was told to kill")
+			cancelStream()
+			killTimer = nil
+		}
+	}
+}
+
+func (r *Runtime) newExecID() string {
+	r.mu.Lock()
+	r.execSeq++
+	n := r.execSeq
+	r.mu.Unlock()
+	return fmt.Sprintf("x%d-%d", time.Now().Unix(), n)
+}
+
+// record logs the exec and appends it to the exec log.
+func (r *Runtime) record(res *Result) {
+	paths := make([]string, 0, len(res.Changes))
+	seen := map[string]bool{}
+	for _, c := range res.Changes {
+		for _, p := range []string{c.Path, c.NewPath} {
+			if p != "" && !seen[p] {
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+	}
+	r.log.Info("exec", "id", res.ID, "backend", res.Backend, "reason", res.Reason,
+		"exit", ExitStatus(res.Exit), "duration", time.Duration(res.Exit.DurationNs), "changed", len(paths), "why_ended", res.Exit.Reason)
+	if r.opts.ExecLog == nil {
+		return
+	}
+	rec := map[string]any{
+		"id": res.ID, "time": res.Start.UTC().Format(time.RFC3339Nano), "backend": res.Backend, "reason": res.Reason,
+		"exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
+		"truncated": res.Exit.Truncated, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
+		"changed": paths, "changes_truncated": res.ChangesTruncated,
+	}
+	line, _ := json.Marshal(rec)
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	r.opts.ExecLog.Write(append(line, '\n'))
+}

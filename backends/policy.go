@@ -1,0 +1,114 @@
+package backends
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Policy says what each backend may reach and how execs that name no
+// backend are routed. It is read from a JSON file:
+//
+//	{
+//	  "default": "shell",
+//	  "backends": {
+//	    "shell":     {"root": "/", "read_only": false, "env": {"LANG": "C.UTF-8"}},
+//	    "container": {"settings": {"network": "none"}},
+//	    "js":        {"root": "/scripts", "read_only": true}
+//	  }
+//	}
+type Policy struct {
+	// Default is the backend for execs the rules below do not place.
+	Default  string                   `json:"default,omitempty"`
+	Backends map[string]BackendPolicy `json:"backends,omitempty"`
+}
+
+// BackendPolicy is what one backend may reach.
+type BackendPolicy struct {
+	// Root is the workspace subtree the backend sees through HostFS ("/"
+	// when empty); nothing above it can be reached.
+	Root string `json:"root,omitempty"`
+	// ReadOnly refuses every change through HostFS.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// Env is added to every exec's environment (the request's values win).
+	Env map[string]string `json:"env,omitempty"`
+	// AllowEnv, when set, lists the only variables a request may pass.
+	AllowEnv []string `json:"allow_env,omitempty"`
+	// Commands, when set, lists the only commands the shell may run.
+	Commands []string `json:"commands,omitempty"`
+	// Settings go to the backend's Configure (for example "network").
+	Settings map[string]string `json:"settings,omitempty"`
+	// Disabled backends are listed but never run.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// For returns the policy of backend id (the zero policy if none).
+func (p Policy) For(id string) BackendPolicy {
+	bp := p.Backends[id]
+	if len(bp.Commands) > 0 {
+		s := map[string]string{}
+		for k, v := range bp.Settings {
+			s[k] = v
+		}
+		s["commands"] = strings.Join(bp.Commands, ",")
+		bp.Settings = s
+	}
+	return bp
+}
+
+// LoadPolicy reads a policy file; a missing file is the default policy.
+func LoadPolicy(path string) (Policy, error) {
+	var p Policy
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+func errPermission(msg string) error { return status.Error(codes.PermissionDenied, msg) }
+
+// commandsOf lists the command names a shell script runs, as far as a
+// parse can tell: literal first words of simple commands. ok is false
+// when a command name is computed ($cmd), so nothing can be promised.
+func commandsOf(script string) (names []string, ok bool, err error) {
+	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
+	if err != nil {
+		return nil, false, err
+	}
+	ok = true
+	seen := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, isCall := n.(*syntax.CallExpr)
+		if !isCall || len(call.Args) == 0 {
+			return true
+		}
+		lit := call.Args[0].Lit()
+		if lit == "" {
+			ok = false
+			return true
+		}
+		if !seen[lit] {
+			seen[lit] = true
+			names = append(names, lit)
+		}
+		return true
+	})
+	sort.Strings(names)
+	return names, ok, nil
+}

@@ -1,0 +1,456 @@
+// Package backends hosts the execution backends: it finds the plugin
+// executables, starts each one lazily over go-plugin under its stable ID,
+// serves it the workspace (HostFS) scoped to each exec by a token, runs
+// execs under the host's own limits, picks a backend by policy when the
+// caller names none, and records every exec: which backend, why, and
+// which files changed while it ran.
+//
+// It owns the plugin processes: every one runs in its own process group
+// with a parent-death signal, is killed as a group on shutdown, and is
+// swept at start if a previous host died without killing it. It must not
+// trust a plugin: every message is checked, every limit enforced here,
+// and a plugin that crashes, hangs or lies fails its exec and nothing
+// else.
+//
+// # Locking
+//
+// Runtime.mu guards the backend table and the token table; each
+// backend's mu guards its process state. Runtime.mu is never held while
+// a backend's mu is taken, nor across a call to a plugin (it may be
+// taken, briefly, while a backend's mu is held).
+package backends
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// Prefix is how plugin executables are named: computerfs-plugin-ID.
+const Prefix = "computerfs-plugin-"
+
+// Options configure a Runtime.
+type Options struct {
+	// Dirs are searched for plugins in order; the first executable named
+	// computerfs-plugin-ID wins for each ID.
+	Dirs []string
+	// WS is the workspace the backends work on.
+	WS *workspace.WS
+	// MountPath is the workspace's FUSE mount, "" if none.
+	MountPath string
+	// Owner marks plugin processes (the workspace's absolute path), for
+	// the sweep of leftovers.
+	Owner string
+	// Policy says what each backend may reach, and how to choose one.
+	Policy Policy
+	// ExecLog, if set, receives one JSON record per exec.
+	ExecLog io.Writer
+	Logger  *slog.Logger
+}
+
+// DefaultDirs are the plugin directories: beside the computerfs binary,
+// then COMPUTERFS_PLUGIN_PATH (colon-separated), else
+// ~/.local/share/computerfs/plugins.
+func DefaultDirs(home string) []string {
+	var dirs []string
+	if self, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(self))
+	}
+	if p := os.Getenv("COMPUTERFS_PLUGIN_PATH"); p != "" {
+		dirs = append(dirs, filepath.SplitList(p)...)
+	} else {
+		dirs = append(dirs, filepath.Join(home, "plugins"))
+	}
+	return dirs
+}
+
+// Runtime runs execs on the backends it found.
+type Runtime struct {
+	opts Options
+	log  *slog.Logger
+	rpc  *wsrpc.Server
+
+	mu       sync.Mutex
+	backends map[string]*backend
+	tokens   map[string]*workspace.WS
+	closed   bool
+	execSeq  uint64
+	logMu    sync.Mutex
+}
+
+// New finds the plugins in opts.Dirs and sweeps leftovers of a previous
+// host; it starts nothing.
+func New(opts Options) (*Runtime, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.WS == nil {
+		return nil, errors.New("backends: no workspace")
+	}
+	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
+	r.rpc = wsrpc.NewServer(r.resolveToken)
+	if opts.Owner != "" {
+		if n := sweep(opts.Owner); n > 0 {
+			r.log.Warn("killed plugins left by a previous daemon", "count", n)
+		}
+	}
+	for _, dir := range opts.Dirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			id, ok := strings.CutPrefix(e.Name(), Prefix)
+			if !ok || id == "" || !validID(id) {
+				continue
+			}
+			if _, dup := r.backends[id]; dup {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+				continue
+			}
+			r.backends[id] = &backend{id: id, path: p, rt: r, state: StateNotStarted}
+		}
+	}
+	r.log.Debug("backends found", "ids", r.ids())
+	return r, nil
+}
+
+// validID accepts the IDs a file name can carry: lower-case letters,
+// digits, '-' and '_'.
+func validID(id string) bool {
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Runtime) ids() []string {
+	out := make([]string, 0, len(r.backends))
+	for id := range r.backends {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Backend states.
+const (
+	StateNotStarted = "not started"
+	StateStarting   = "starting"
+	StateReady      = "ready"
+	StateCrashed    = "crashed"
+	StateFailed     = "failed"
+)
+
+// backend is one plugin and, once started, its process.
+type backend struct {
+	id   string
+	path string
+	rt   *Runtime
+
+	mu       sync.Mutex
+	state    string
+	client   *plugin.Client
+	pc       *pluginapi.Client
+	desc     *pb.Description
+	lastErr  string
+	execs    int64
+	restarts int64
+	started  bool // started at least once
+	pid      int  // of the plugin process last started
+}
+
+// List describes every backend; with describe, backends not started yet
+// are started to describe themselves.
+func (r *Runtime) List(ctx context.Context, describe bool) []*pb.BackendInfo {
+	r.mu.Lock()
+	ids := r.ids()
+	bs := make([]*backend, len(ids))
+	for i, id := range ids {
+		bs[i] = r.backends[id]
+	}
+	r.mu.Unlock()
+	out := make([]*pb.BackendInfo, 0, len(bs))
+	for _, b := range bs {
+		if describe {
+			b.ensure(ctx) // the error is in the info
+		}
+		out = append(out, b.info())
+	}
+	return out
+}
+
+func (b *backend) info() *pb.BackendInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.checkAliveLocked()
+	return &pb.BackendInfo{Id: b.id, Path: b.path, State: b.state, Description: b.desc, LastError: b.lastErr, Execs: b.execs, Restarts: b.restarts}
+}
+
+// checkAliveLocked notices a plugin process that died since we last
+// looked.
+func (b *backend) checkAliveLocked() {
+	if b.state == StateReady && b.client != nil && b.client.Exited() {
+		b.state = StateCrashed
+		if b.lastErr == "" {
+			b.lastErr = "the plugin process exited"
+		}
+	}
+}
+
+// Describe returns a backend's description, starting it if needed.
+func (r *Runtime) Describe(ctx context.Context, id string) (*pb.Description, error) {
+	b, err := r.get(id)
+	if err != nil {
+		return nil, err
+	}
+	pc, desc, err := b.ensure(ctx)
+	_ = pc
+	return desc, err
+}
+
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// ErrNoBackend is the cause of an exec naming an unknown backend.
+var ErrNoBackend = errors.New("no such backend")
+
+func (r *Runtime) get(id string) (*backend, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("backends: runtime closed")
+	}
+	b := r.backends[id]
+	if b == nil {
+		return nil, fmt.Errorf("%w %q (have: %s)", ErrNoBackend, id, strings.Join(r.ids(), ", "))
+	}
+	return b, nil
+}
+
+// startTimeout bounds a plugin's start, handshake, Describe and Configure.
+const startTimeout = 20 * time.Second
+
+// ensure starts the plugin if it is not running, and returns its client.
+func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Description, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.checkAliveLocked()
+	if b.state == StateReady {
+		return b.pc, b.desc, nil
+	}
+	// Checked under b.mu: Close marks the runtime closed before it takes
+	// each backend's mu, so a plugin is either started before Close kills
+	// it, or not at all.
+	if b.rt.isClosed() {
+		return nil, nil, errors.New("backends: runtime closed")
+	}
+	if b.client != nil {
+		b.client.Kill()
+		b.client = nil
+	}
+	b.pc = nil
+	if b.started {
+		b.restarts++
+	}
+	b.started = true
+	b.state = StateStarting
+	pc, desc, client, err := b.start(ctx)
+	if err != nil {
+		b.state, b.lastErr = StateFailed, err.Error()
+		b.rt.log.Error("backend failed to start", "backend", b.id, "path", b.path, "err", err)
+		return nil, nil, fmt.Errorf("backend %s: %w", b.id, err)
+	}
+	b.client, b.pc, b.desc, b.state, b.lastErr = client, pc, desc, StateReady, ""
+	b.rt.log.Info("backend started", "backend", b.id, "version", desc.Version, "pid", b.pid)
+	return pc, desc, nil
+}
+
+func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description, *plugin.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	baseEnv := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/", ownerEnv + "=" + b.rt.opts.Owner, hostPidEnv + "=" + strconv.Itoa(os.Getpid())}
+	logw := &logWriter{log: b.rt.log, backend: b.id}
+	var proc *procRunner // set by RunnerFunc, called within client.Client()
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		VersionedPlugins: pluginapi.HostPlugins(),
+		// go-plugin hands the runner func a command that carries only the
+		// handshake's environment (SkipHostEnv): run the plugin with that
+		// and a minimal base, never the host's environment.
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd := exec.Command(b.path)
+			cmd.Env = append(append([]string(nil), baseEnv...), spec.Env...)
+			cmd.Dir = "/"
+			pr, err := newProcRunner(cmd)
+			proc = pr
+			return pr, err
+		},
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		StartTimeout:     startTimeout,
+		Stderr:           logw,
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin." + b.id, Output: logw, Level: hclog.Warn}),
+		GRPCDialOptions: []grpc.DialOption{
+			// Room for the largest result the host accepts.
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResultBytes + 64<<10)),
+		},
+	})
+	fail := func(err error) (*pluginapi.Client, *pb.Description, *plugin.Client, error) {
+		client.Kill()
+		return nil, nil, nil, err
+	}
+	rpc, err := client.Client()
+	if err != nil {
+		return fail(fmt.Errorf("start %s: %w", b.path, err))
+	}
+	if proc != nil && proc.cmd.Process != nil {
+		b.pid = proc.cmd.Process.Pid
+	}
+	raw, err := rpc.Dispense(pluginapi.PluginName)
+	if err != nil {
+		return fail(fmt.Errorf("dispense: %w", err))
+	}
+	pc, ok := raw.(*pluginapi.Client)
+	if !ok {
+		return fail(fmt.Errorf("dispense: unexpected %T", raw))
+	}
+	desc, err := pc.Backend.Describe(ctx, &pb.DescribeRequest{HostProtocol: uint32(client.NegotiatedVersion())})
+	if err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if desc.Id != b.id {
+		return fail(fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
+	}
+	brokerID := pc.ServeHostFS(b.rt.rpc.Register)
+	settings := b.rt.opts.Policy.For(b.id).Settings
+	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: settings, MountPath: b.rt.opts.MountPath, HostfsBrokerId: brokerID}); err != nil {
+		return fail(fmt.Errorf("configure: %w", err))
+	}
+	return pc, desc, client, nil
+}
+
+// logWriter turns plugin stderr lines into log records.
+type logWriter struct {
+	log     *slog.Logger
+	backend string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			w.log.Info("plugin stderr", "backend", w.backend, "line", line)
+		}
+	}
+	return len(p), nil
+}
+
+// crashed marks the backend's process as gone, killing what is left. pc
+// is the client of the process the exec ran on: if another process has
+// replaced it meanwhile, that one is not this exec's to kill.
+func (b *backend) crashed(pc *pluginapi.Client, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pc != pc {
+		return
+	}
+	if b.client != nil {
+		b.client.Kill()
+		b.client = nil
+	}
+	b.state, b.lastErr = StateCrashed, reason
+	b.rt.log.Error("backend crashed", "backend", b.id, "reason", reason)
+}
+
+// Close kills every plugin, with its process group.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	r.closed = true
+	bs := make([]*backend, 0, len(r.backends))
+	for _, b := range r.backends {
+		bs = append(bs, b)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.client != nil {
+				b.client.Kill()
+				b.client = nil
+			}
+			if b.state == StateReady {
+				b.state = StateNotStarted
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// newToken registers an exec's view of the workspace for HostFS.
+func (r *Runtime) newToken(view *workspace.WS) string {
+	var b [16]byte
+	rand.Read(b[:])
+	tok := hex.EncodeToString(b[:])
+	r.mu.Lock()
+	r.tokens[tok] = view
+	r.mu.Unlock()
+	return tok
+}
+
+func (r *Runtime) dropToken(tok string) {
+	r.mu.Lock()
+	delete(r.tokens, tok)
+	r.mu.Unlock()
+}
+
+// resolveToken maps a HostFS call to its exec's view of the workspace.
+func (r *Runtime) resolveToken(ctx context.Context) (*workspace.WS, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	toks := md.Get(pluginapi.TokenMetadata)
+	if len(toks) != 1 {
+		return nil, errPermission("HostFS call without an exec token")
+	}
+	r.mu.Lock()
+	view := r.tokens[toks[0]]
+	r.mu.Unlock()
+	if view == nil {
+		return nil, errPermission("HostFS call with an unknown or expired exec token")
+	}
+	return view, nil
+}

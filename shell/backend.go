@@ -1,0 +1,146 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/shell/coreutils"
+	"mvdan.cc/sh/v3/interp"
+)
+
+// Version is the shell backend's version.
+const Version = "0.1.0"
+
+// Backend serves the shell as a plugin.
+type Backend struct {
+	allowed map[string]bool
+}
+
+var _ pluginapi.Backend = (*Backend)(nil)
+
+// Commands lists what scripts can run: the interpreter's builtins and
+// our commands.
+func Commands() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range builtins {
+		if interp.IsBuiltin(c) && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range append(coreutils.Names(), "bash", "sh", "type", "command", "which") {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// builtins are the interpreter's builtins that work here.
+var builtins = []string{
+	":", ".", "[", "alias", "break", "builtin", "cd", "continue", "declare", "dirs", "echo", "eval", "exit", "export",
+	"false", "getopts", "let", "local", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly",
+	"return", "set", "shift", "shopt", "source", "test", "trap", "true", "typeset", "umask", "unalias", "unset",
+}
+
+func (b *Backend) Describe(context.Context) (*pb.Description, error) {
+	return &pb.Description{
+		Id:      "shell",
+		Name:    "Interpreted shell",
+		Version: Version,
+		Description: "A bash-like shell interpreted in process, with the common coreutils (cat, ls, grep, sed, awk, jq, find, " +
+			"sort, head, diff, ...) built in and working directly on the workspace. No processes start, so a command " +
+			"runs in milliseconds. Use it for file inspection, search and text processing; use the container backend " +
+			"for real binaries (git, node, make, compilers). Not supported: background jobs, coproc, file descriptors " +
+			"above 2, printf -v, PIPESTATUS.",
+		Accepts:       []string{"script"},
+		Features:      []string{"stdin", "commands:" + strings.Join(Commands(), ",")},
+		DefaultLimits: &pb.Limits{TimeoutMs: DefaultTimeout.Milliseconds(), OutputBytes: DefaultOutputBytes, MaxCommands: DefaultMaxCommands, MaxLoopIterations: DefaultMaxLoopIterations},
+		MaxLimits:     &pb.Limits{TimeoutMs: time.Hour.Milliseconds(), OutputBytes: 1 << 30, MaxCommands: 100_000_000, MaxLoopIterations: 1_000_000_000},
+	}, nil
+}
+
+func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
+	if list := cfg.Settings["commands"]; list != "" {
+		b.allowed = map[string]bool{}
+		for _, c := range strings.Split(list, ",") {
+			b.allowed[strings.TrimSpace(c)] = true
+		}
+	}
+	return nil
+}
+
+func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error) {
+	if x.FS == nil {
+		return nil, errors.New("the host serves no file API to this backend")
+	}
+	st := x.Start
+	if st.Kind != "" && st.Kind != "script" && st.Kind != "argv" {
+		return &pb.Exit{ExitCode: 2, Reason: fmt.Sprintf("the shell runs scripts, not %q", st.Kind)}, nil
+	}
+	fsys := HostFS{H: x.FS}
+	script := strings.Join(st.Argv, " ")
+	if st.Kind == "argv" {
+		script = quoteArgv(st.Argv)
+	}
+	if st.File != "" {
+		rc, err := fsys.Open(ctx, x.FS.Abs(st.File))
+		if err != nil {
+			fmt.Fprintf(x.Stderr, "bash: %s: %s\n", st.File, errnoText(err))
+			return &pb.Exit{ExitCode: 127}, nil
+		}
+		src, err := io.ReadAll(io.LimitReader(rc, 16<<20))
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		script = string(src)
+	}
+	lim := st.Limits
+	if lim == nil {
+		lim = &pb.Limits{}
+	}
+	// SIGINT and SIGTERM end the script: there is no process to signal.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case s := <-x.Signals:
+			cancel(&limitError{fmt.Sprintf("stopped by %s", s)})
+		case <-ctx.Done():
+		}
+	}()
+	out := Run(ctx, script, Options{
+		FS: fsys, Dir: st.Cwd, Env: st.Env, Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr,
+		Timeout: time.Duration(lim.TimeoutMs) * time.Millisecond, OutputBytes: lim.OutputBytes,
+		MaxCommands: lim.MaxCommands, MaxLoopIterations: lim.MaxLoopIterations, Allowed: b.allowed,
+	})
+	exit := &pb.Exit{ExitCode: int32(out.ExitCode), TimedOut: out.TimedOut, Truncated: out.Truncated, Reason: out.Reason}
+	var le *limitError
+	if cause := context.Cause(ctx); errors.As(cause, &le) && strings.HasPrefix(le.reason, "stopped by ") {
+		exit.Signal = int32(syscall.SIGTERM)
+		exit.Reason = le.reason
+	}
+	return exit, nil
+}
+
+// quoteArgv makes a script that runs argv as one command.
+func quoteArgv(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
+}
