@@ -61,6 +61,7 @@ const (
 	hardMaxOutput      = 1 << 30
 	maxResultBytes     = 16 << 20
 	killGrace          = 2 * time.Second
+	timeoutGrace       = 500 * time.Millisecond
 	maxChanges         = 10000
 )
 
@@ -439,8 +440,11 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 		send(&pb.ExecInput{Msg: &pb.ExecInput_StdinClose{StdinClose: true}})
 	}()
 
+	// The backend is told the limit and may end the command itself (then
+	// it says so, with its own status); the host's timer, a grace later,
+	// is the backstop that does not depend on the backend.
 	timeout := time.Duration(limits.TimeoutMs) * time.Millisecond
-	timer := time.NewTimer(timeout)
+	timer := time.NewTimer(timeout + timeoutGrace)
 	defer timer.Stop()
 	var killTimer <-chan time.Time
 	timedOut, cancelled := false, false
@@ -460,13 +464,13 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				exit = &pb.Exit{ExitCode: 126, Reason: fmt.Sprintf("backend %s: %v", b.id, o.err)}
 			}
 			if timedOut {
+				// Killed by the host: whatever the backend said, the
+				// command did not end by itself.
 				exit.TimedOut = true
-				if exit.Signal == 0 && exit.ExitCode == 0 {
-					exit.Signal = int32(syscall.SIGKILL)
-				}
-				if exit.Reason == "" || o.err != nil {
-					exit.Reason = fmt.Sprintf("timed out after %s", timeout)
-				}
+				exit.Signal = int32(syscall.SIGKILL)
+				exit.Reason = fmt.Sprintf("timed out after %s", timeout)
+			} else if exit.TimedOut && exit.Reason == "" {
+				exit.Reason = fmt.Sprintf("timed out after %s", timeout)
 			}
 			if cancelled && exit.Reason == "" {
 				exit.Reason = "cancelled"

@@ -364,8 +364,8 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 }
 
 // Symlink makes linkPath a symlink to target. The target is stored as
-// given; it must be relative, since an absolute one names a host path on
-// the mount.
+// given, as symlink(2) does; an absolute one names a host path on the
+// mount, so the API refuses to follow it (EACCES).
 func (w *WS) Symlink(ctx context.Context, target, linkPath string) error {
 	const op = "symlink"
 	if w.opts.ReadOnly {

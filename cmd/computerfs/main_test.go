@@ -37,6 +37,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// The built-in shell backend goes beside the binary, where the daemon
+	// looks first.
+	build = exec.Command("go", "build", "-o", filepath.Join(dir, "computerfs-plugin-shell"), "../plugin-shell")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building computerfs-plugin-shell:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -75,10 +75,3 @@ func TestSeqGNU(t *testing.T) {
 		txtC("seq", "-x", "3"),
 	})
 }
-
-func TestSeqInfinite(t *testing.T) {
-	tree := makeTree(t)
-	txtRun(t, tree, []txtCase{
-		txtC("bash", "-c", "seq inf | head -3"),
-	}[:0])
-}

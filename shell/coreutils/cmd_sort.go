@@ -1063,27 +1063,36 @@ func txtSortMain(ctx context.Context, e *Env, args []string) int {
 		for _, in := range inputs {
 			all = append(all, in.lines...)
 		}
-		type item struct {
-			line []byte
-			keys []txtSortKeyVal
-			idx  int
-		}
-		items := make([]item, len(all))
-		for i, l := range all {
-			items[i] = item{l, s.decorate(l), i}
-			if i&0xffff == 0 && ctx.Err() != nil {
-				panic(txtSortCancelled{})
+		// Sort indexes (cheap to swap); equal lines keep input order.
+		var keys [][]txtSortKeyVal
+		if len(s.keys) > 0 {
+			keys = make([][]txtSortKeyVal, len(all))
+			for i, l := range all {
+				keys[i] = s.decorate(l)
+				if i&0xffff == 0 && ctx.Err() != nil {
+					panic(txtSortCancelled{})
+				}
 			}
 		}
-		slices.SortFunc(items, func(a, b item) int {
-			if d := s.compareDec(a.line, a.keys, b.line, b.keys); d != 0 {
+		idx := make([]int32, len(all))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortFunc(idx, func(a, b int32) int {
+			var ka, kb []txtSortKeyVal
+			if keys != nil {
+				ka, kb = keys[a], keys[b]
+			}
+			if d := s.compareDec(all[a], ka, all[b], kb); d != 0 {
 				return d
 			}
-			return a.idx - b.idx
+			return int(a - b)
 		})
-		for i := range items {
-			all[i] = items[i].line
+		sorted := make([][]byte, len(all))
+		for i, j := range idx {
+			sorted[i] = all[j]
 		}
+		all = sorted
 		inputs = []txtSortInput{{lines: all}}
 	}()
 	if cancelled {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	iofs "io/fs"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -69,6 +70,13 @@ func txtWcMain(ctx context.Context, e *Env, args []string) int {
 		var total int64
 		for _, name := range operands {
 			if name == "-" {
+				// A redirected file may say what it is; a pipe cannot.
+				if st, ok := e.Stdin.(interface{ Stat() (iofs.FileInfo, error) }); ok {
+					if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
+						total += fi.Size()
+						continue
+					}
+				}
 				minWidth = 7
 				continue
 			}

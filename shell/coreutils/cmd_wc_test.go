@@ -1,6 +1,13 @@
 package coreutils
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
 
 func TestWcGNU(t *testing.T) {
 	tree := txtTree(t, map[string]string{
@@ -42,4 +49,23 @@ func TestWcGNU(t *testing.T) {
 		txtI("", "wc"),
 		txtI("x y z", "wc", "-L", "-w"),
 	})
+}
+
+// TestWcStdinFile checks the width when stdin is a regular file, as
+// with "wc < file".
+func TestWcStdinFile(t *testing.T) {
+	tree := makeTree(t)
+	f, err := os.Open(filepath.Join(tree, "b.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out, errb bytes.Buffer
+	e := testEnv(tree, "/", f, &out, &errb)
+	wc, _ := Lookup("wc")
+	wc(context.Background(), e, []string{"wc"})
+	gnu, _ := exec.Command("bash", "-c", "cd "+tree+" && LC_ALL=C.UTF-8 wc < b.txt").Output()
+	if out.String() != string(gnu) {
+		t.Errorf("wc < b.txt: ours %q, GNU %q", out.String(), gnu)
+	}
 }
