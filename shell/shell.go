@@ -294,37 +294,48 @@ func (rn *run) env(hc interp.HandlerContext, dir string, stdin io.Reader, stdout
 		return true
 	})
 	e := &coreutils.Env{FS: rn.opts.FS, Dir: dir, Vars: vars, Stdin: stdin, Stdout: stdout, Stderr: stderr, Now: rn.opts.Now}
-	e.Run = func(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
-		if n := rn.commands.Add(1); n > rn.opts.MaxCommands {
-			fmt.Fprintf(errw, "bash: more than %d commands run: limit reached\n", rn.opts.MaxCommands)
-			rn.cancel(&limitError{fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)})
-			return 1
-		}
-		if len(args) == 0 {
-			return 0
-		}
-		if rn.opts.Allowed != nil && !rn.opts.Allowed[args[0]] {
-			fmt.Fprintf(errw, "%s: command not allowed by the backend's policy\n", args[0])
-			return 126
-		}
-		switch args[0] {
-		case "bash", "sh":
-			return rn.nestedArgs(ctx, e, args, in, out, errw, depth)
-		case "echo", "printf", "true", "false", "test", "[", "pwd":
-			// Builtins in bash, but xargs and find -exec run the binaries:
-			// run them in a one-command interpreter.
-			return rn.nestedArgs(ctx, e, []string{"bash", "-c", `"$@"`, "bash"}, in, out, errw, depth, args...)
-		}
-		f, ok := coreutils.Lookup(args[0])
-		if !ok {
-			fmt.Fprintf(errw, "%s: command not found\n", args[0])
-			return 127
-		}
+	e.RunIn = func(ctx context.Context, args []string, vars map[string]string, dir string, in io.Reader, out, errw io.Writer) int {
 		sub := *e
-		sub.Stdin, sub.Stdout, sub.Stderr = in, out, errw
-		return f(ctx, &sub, args)
+		sub.Vars, sub.Dir = vars, dir
+		return rn.runCommand(ctx, &sub, args, in, out, errw, depth)
+	}
+	e.Run = func(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
+		return rn.runCommand(ctx, e, args, in, out, errw, depth)
 	}
 	return e
+}
+
+// runCommand runs one command for xargs, find -exec and env: ours, or a
+// builtin in a one-command interpreter.
+func (rn *run) runCommand(ctx context.Context, e *coreutils.Env, args []string, in io.Reader, out, errw io.Writer, depth int) int {
+	if n := rn.commands.Add(1); n > rn.opts.MaxCommands {
+		fmt.Fprintf(errw, "bash: more than %d commands run: limit reached\n", rn.opts.MaxCommands)
+		rn.cancel(&limitError{fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)})
+		return 1
+	}
+	if len(args) == 0 {
+		return 0
+	}
+	if rn.opts.Allowed != nil && !rn.opts.Allowed[args[0]] {
+		fmt.Fprintf(errw, "%s: command not allowed by the backend's policy\n", args[0])
+		return 126
+	}
+	switch args[0] {
+	case "bash", "sh":
+		return rn.nestedArgs(ctx, e, args, in, out, errw, depth)
+	case "echo", "true", "false", "test", "[", "pwd":
+		// Builtins in bash, but xargs and find -exec run the binaries:
+		// run them in a one-command interpreter.
+		return rn.nestedArgs(ctx, e, []string{"bash", "-c", `"$@"`, "bash"}, in, out, errw, depth, args...)
+	}
+	f, ok := coreutils.Lookup(args[0])
+	if !ok {
+		fmt.Fprintf(errw, "%s: command not found\n", args[0])
+		return 127
+	}
+	sub := *e
+	sub.Stdin, sub.Stdout, sub.Stderr = in, out, errw
+	return f(ctx, &sub, args)
 }
 
 // nested runs `bash -c SCRIPT [ARGS]`, `bash FILE [ARGS]` or `./FILE`.

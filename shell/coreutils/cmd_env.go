@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 func init() { register("env", txtEnvMain) }
@@ -96,8 +97,8 @@ func txtSplitString(s string) ([]string, error) {
 // txtEnvMain prints the environment (inherited variables sorted by name:
 // the workspace keeps them in a map, not in environ order) or runs a
 // command. The
-// command runs through e.Run, which cannot pass an environment yet: the
-// NAME=VALUE, -i and -u changes do not reach it.
+// command runs through e.RunIn with the changed environment (or e.Run,
+// without it, when the shell gives no RunIn).
 func txtEnvMain(ctx context.Context, e *Env, args []string) int {
 	// Options end at the first operand (getopt "+..."), and a lone "-"
 	// means -i.
@@ -215,6 +216,19 @@ func txtEnvMain(ctx context.Context, e *Env, args []string) int {
 	}
 	if null {
 		return badUsage(e, "env", errors.New("cannot specify --null (-0) with command"), 125)
+	}
+	if e.RunIn != nil {
+		dir := e.Dir
+		if chdir != "" {
+			dir = e.Abs(chdir)
+			if fi, err := e.FS.Stat(ctx, dir); err != nil || !fi.IsDir() {
+				if err == nil {
+					err = syscall.ENOTDIR
+				}
+				return fail(e, "env", 125, "cannot change directory to %s: %s", txtQuoteL(chdir), errText(err))
+			}
+		}
+		return e.RunIn(ctx, rest, vars, dir, txtStdin(e), e.Stdout, e.Stderr)
 	}
 	if chdir != "" {
 		// e.Run cannot run a command elsewhere; running it here instead

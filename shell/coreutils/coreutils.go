@@ -82,6 +82,10 @@ type Env struct {
 	// (xargs, find -exec), with the given streams, and returns its exit
 	// status.
 	Run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// RunIn is Run with the command's whole environment and working
+	// directory given (env NAME=VALUE CMD, env -i, env -C); nil if the
+	// shell cannot.
+	RunIn func(ctx context.Context, args []string, vars map[string]string, dir string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 // Abs resolves p against the working directory.
