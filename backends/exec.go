@@ -464,10 +464,13 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				exit = &pb.Exit{ExitCode: 126, Reason: fmt.Sprintf("backend %s: %v", b.id, o.err)}
 			}
 			if timedOut {
-				// Killed by the host: whatever the backend said, the
-				// command did not end by itself.
+				// Stopped by the host's signals: the command did not end by
+				// itself. Keep the signal the backend reports (15 when it
+				// honoured SIGTERM), else it took SIGKILL.
 				exit.TimedOut = true
-				exit.Signal = int32(syscall.SIGKILL)
+				if exit.Signal == 0 {
+					exit.Signal = int32(syscall.SIGKILL)
+				}
 				exit.Reason = fmt.Sprintf("timed out after %s", timeout)
 			} else if exit.TimedOut && exit.Reason == "" {
 				exit.Reason = fmt.Sprintf("timed out after %s", timeout)
