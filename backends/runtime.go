@@ -232,8 +232,7 @@ func (r *Runtime) Describe(ctx context.Context, id string) (*pb.Description, err
 	if err != nil {
 		return nil, err
 	}
-	pc, desc, err := b.ensure(ctx)
-	_ = pc
+	_, desc, err := b.ensure(ctx)
 	return desc, err
 }
 

@@ -68,6 +68,12 @@ const (
 	DefaultResultBytes = 1 << 20
 	DefaultOutputBytes = 16 << 20
 	MaxSourceBytes     = 16 << 20
+	// MaxModules is how many modules one exec may load (the main module
+	// and the built-ins included), and MaxImportDepth how deep a chain of
+	// imports may go (the main module is depth 0). pb.Limits has no field
+	// for either, so they are fixed.
+	MaxModules     = 256
+	MaxImportDepth = 64
 )
 
 //go:embed prelude.js
@@ -207,6 +213,10 @@ type run struct {
 	exitCode int
 	errText  string
 	errName  string
+
+	// The module loader's accounting.
+	modules int            // modules loaded
+	depth   map[string]int // a module's import depth, by its normalized name
 }
 
 // stop ends the exec from any goroutine.
@@ -558,6 +568,39 @@ func (r *run) normalize(_ *quickjs.VM, base, name string) (res string, err error
 			res, err = "", fmt.Errorf("internal error resolving %s: %v", name, p)
 		}
 	}()
+	res, err = r.resolve(base, name)
+	if err != nil {
+		return "", err
+	}
+	if r.depth == nil {
+		r.depth = map[string]int{}
+	}
+	d := 0 // the main module, imported by the prelude's driver
+	if bd, ok := r.depth[base]; ok {
+		d = bd + 1
+	}
+	if old, ok := r.depth[res]; !ok || d < old {
+		r.depth[res] = d
+	}
+	if d > MaxImportDepth {
+		return "", r.moduleLimit(fmt.Sprintf("import depth over %d", MaxImportDepth))
+	}
+	return res, nil
+}
+
+// moduleLimit ends the exec for a module limit: the reason goes to
+// stderr and becomes the exit's reason, whether or not the module
+// catches the failed import.
+func (r *run) moduleLimit(reason string) error {
+	if r.stopReason() == "" {
+		r.hostWrite([]any{"2", "Error: " + reason + "\n"})
+	}
+	r.stop(reason)
+	return errors.New(reason)
+}
+
+// resolve is normalize's resolution, without the accounting.
+func (r *run) resolve(base, name string) (string, error) {
 	if b, ok := builtins[name]; ok {
 		return b, nil
 	}
@@ -583,12 +626,15 @@ func (r *run) load(_ *quickjs.VM, name string) (src string, err error) {
 			src, err = "", fmt.Errorf("internal error loading %s: %v", name, p)
 		}
 	}()
+	if name != r.main {
+		r.modules++
+		if r.modules > MaxModules {
+			return "", r.moduleLimit(fmt.Sprintf("module limit: more than %d modules imported", MaxModules))
+		}
+	}
 	if exports, ok := builtinExports[name]; ok {
 		q, _ := json.Marshal(name)
 		return fmt.Sprintf("const m = globalThis.__cfs_modules[%s];\nexport default m;\nexport const { %s } = m;\n", q, strings.Join(exports, ", ")), nil
-	}
-	if name == r.main && r.x.Start.File == "" {
-		return r.mainSrc, nil
 	}
 	if name == r.main {
 		return r.mainSrc, nil

@@ -301,7 +301,11 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 			"duration_ms": float64(exit.DurationNs) / 1e6, "timed_out": exit.TimedOut, "truncated": exit.Truncated}
 		var changed []string
 		for _, c := range summary.GetChanges() {
-			changed = append(changed, c.Op+" "+c.Path+map[bool]string{true: " -> " + c.NewPath}[c.NewPath != ""])
+			line := c.Op + " " + c.Path
+			if c.NewPath != "" {
+				line += " -> " + c.NewPath
+			}
+			changed = append(changed, line)
 		}
 		rec["changes"] = changed
 		b, _ := json.Marshal(rec)
