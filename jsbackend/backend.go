@@ -8,8 +8,19 @@
 // workspace through HostFS, never from the host's disk; bare names only
 // resolve to the built-in modules node:fs/promises, node:path and
 // computerfs), console, process (whose env is only the exec's env),
-// timers, and the limits: wall time, memory, stack depth, input, result
-// and output size. It imports only pluginapi and the engine.
+// timers, URL and URLSearchParams (a WHATWG-shaped polyfill in the
+// prelude), and the limits: wall time, memory, stack depth, input, result
+// and output size, and the number of modules (MaxModules) and depth of
+// imports (MaxImportDepth) per exec. It imports only pluginapi and the
+// engine.
+//
+// A thrown error exits 1 with "Uncaught ..." on stderr; a rejection of the
+// default export's promise (or of a default export that is a promise)
+// exits 1 with "Uncaught (in promise) ...". A stray rejection, a promise
+// the module rejects and never awaits, is not detected: modernc.org/quickjs
+// v0.27.0 does not expose QuickJS's host promise rejection tracker
+// (JS_SetHostPromiseRejectionTracker is only in its internal lib package),
+// and the prelude cannot see promises that async functions create.
 //
 // # Why modernc.org/quickjs
 //
@@ -93,12 +104,13 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 		Description: "Runs an ES module in a fresh QuickJS engine, in process, in milliseconds. The module's default export " +
 			"(a value, or a function, possibly async) is called as f(input, {cwd, env}) with the exec's structured input " +
 			"(null if none); what it returns is JSON-serialized as the structured result. console.log/info/debug go to " +
-			"stdout, console.error/warn to stderr; a thrown error exits 1 with its stack on stderr. The workspace is " +
+			"stdout, console.error/warn to stderr; a thrown error or a rejected default-export promise exits 1 with its stack on stderr. The workspace is " +
 			"reachable through 'node:fs/promises' (readFile, writeFile, appendFile, mkdir, readdir, stat, lstat, rm, " +
 			"rename, copyFile, cp, symlink, readlink, access, chmod, plus glob(pattern) and grep(pattern, path?, " +
 			"{regex, ignoreCase, include, exclude, mode})), 'node:path', and the 'computerfs' module (glob, grep). " +
 			"Relative and absolute imports load modules from the workspace. There is no network, no npm packages, no " +
-			"child processes and no host file system; process.env holds only the exec's environment. Use it for data " +
+			"child processes and no host file system (URL and URLSearchParams are there for parsing); process.env holds only the exec's environment. " +
+			"At most 256 modules per exec and imports at most 64 deep. Use it for data " +
 			"transformation, JSON work and scripted edits of many files; use the shell for quick file inspection and " +
 			"the container backend for real node/npm.",
 		Accepts:  []string{"js-module"},

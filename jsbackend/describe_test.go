@@ -2,8 +2,11 @@ package jsbackend
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 
+	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 )
 
@@ -28,5 +31,15 @@ func TestLimitsOf(t *testing.T) {
 	l = limitsOf(&pb.Limits{MemoryBytes: 1, ResultBytes: 10})
 	if l.MemoryBytes != 4<<20 || l.ResultBytes != 10 || l.InputBytes != DefaultInputBytes {
 		t.Fatalf("%+v", l)
+	}
+}
+
+// The backend checks the input size itself too, not only the host.
+func TestInputLimitInPlugin(t *testing.T) {
+	x := &pluginapi.Exec{Start: &pb.ExecStart{Argv: []string{"export default (i) => i"}, InputJson: []byte(`"0123456789"`),
+		Limits: &pb.Limits{InputBytes: 5}}, Stdout: io.Discard, Stderr: io.Discard, FS: &pluginapi.HostFS{}}
+	exit, err := (&Backend{}).Exec(context.Background(), x)
+	if err != nil || exit.ExitCode != 2 || !strings.Contains(exit.Reason, "structured input is 12 bytes, over the limit of 5") {
+		t.Fatalf("%+v %v", exit, err)
 	}
 }

@@ -193,7 +193,7 @@ func TestThrow(t *testing.T) {
 		t.Fatalf("%s", o)
 	}
 	o = js(t, "export default async () => { throw new TypeError('async boom') }", "")
-	if o.code != 1 || !strings.Contains(o.stderr, "Uncaught TypeError: async boom") {
+	if o.code != 1 || !strings.Contains(o.stderr, "Uncaught (in promise) TypeError: async boom") {
 		t.Fatalf("%s", o)
 	}
 	o = js(t, "syntax error here", "")
@@ -455,5 +455,168 @@ func TestConcurrentExecs(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+func TestModuleLimits(t *testing.T) {
+	h := getHost(t)
+	ctx := context.Background()
+	write := func(p, s string) {
+		if _, err := h.ws.WriteFile(ctx, p, []byte(s), workspace.WriteOptions{Parents: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A chain of 70 modules, each importing the next: the 65th import is
+	// one too deep.
+	for i := range 70 {
+		src := fmt.Sprintf("export const n = %d;\n", i)
+		if i < 69 {
+			src = fmt.Sprintf("import { n as m } from './m%d.js';\nexport const n = m + 1;\n", i+1)
+		}
+		write(fmt.Sprintf("/deep/m%d.js", i), src)
+	}
+	o := run(t, &backends.Request{File: "/deep/m0.js"})
+	if o.code != 1 || o.res.Exit.Reason != "import depth over 64" || !strings.Contains(o.stderr, "import depth over 64") {
+		t.Fatalf("depth:\n%s", o)
+	}
+	// A chain of 60 is fine.
+	write("/deep/m60.js", "export const n = 0;\n")
+	o = run(t, &backends.Request{Argv: []string{`import { n } from './m0.js'; export default () => n`}, Cwd: "/deep"})
+	mustOK(t, o)
+	if string(o.res.Result) != "60" {
+		t.Fatalf("depth 61:\n%s", o)
+	}
+	// 300 modules imported by one.
+	var main strings.Builder
+	for i := range 300 {
+		write(fmt.Sprintf("/many/m%d.js", i), fmt.Sprintf("export default %d;\n", i))
+		fmt.Fprintf(&main, "import m%d from './m%d.js';\n", i, i)
+	}
+	main.WriteString("export default () => m299;\n")
+	write("/many/main.js", main.String())
+	o = run(t, &backends.Request{File: "/many/main.js"})
+	if o.code != 1 || o.res.Exit.Reason != "module limit: more than 256 modules imported" || !strings.Contains(o.stderr, "module limit") {
+		t.Fatalf("count:\n%s", o)
+	}
+	// Dynamic imports count too, even when the module catches the failure.
+	o = run(t, &backends.Request{Argv: []string{`export default async () => {
+  for (let i = 0; i < 300; i++) { try { await import('./m' + i + '.js'); } catch (e) {} }
+  return "went on";
+}`}, Cwd: "/many"})
+	if o.code != 1 || o.res.Exit.Reason != "module limit: more than 256 modules imported" || o.res.Result != nil {
+		t.Fatalf("dynamic count:\n%s", o)
+	}
+	// 200 is fine.
+	main.Reset()
+	for i := range 200 {
+		fmt.Fprintf(&main, "import m%d from './m%d.js';\n", i, i)
+	}
+	main.WriteString("export default () => m199;\n")
+	write("/many/ok.js", main.String())
+	o = run(t, &backends.Request{File: "/many/ok.js"})
+	mustOK(t, o)
+	if string(o.res.Result) != "199" {
+		t.Fatalf("200 modules:\n%s", o)
+	}
+	healthy(t)
+}
+
+func TestURL(t *testing.T) {
+	o := js(t, `export default () => {
+  const u = new URL("https://User:pw@Example.COM:8443/a/b/../c%20d/./e.txt?q=1&x=a+b&q=2#frag");
+  const parts = [u.protocol, u.username, u.password, u.host, u.hostname, u.port, u.pathname, u.search, u.hash, u.origin, u.href];
+  const sp = u.searchParams;
+  const params = [sp.get("q"), sp.getAll("q"), sp.get("x"), sp.has("x"), sp.has("nope"), sp.get("nope"), [...sp], [...sp.keys()]];
+  sp.set("q", "3"); sp.append("new", "a b&c=d"); sp.delete("x");
+  const after = [u.search, u.href, String(sp)];
+  u.hash = ""; u.pathname = "/z"; u.port = "443";
+  const set = u.href;
+  const rel = [
+    new URL("../x/y?z#w", "http://h.example/a/b/c").href,
+    new URL("/abs", "https://h.example:8080/a/b").href,
+    new URL("//other.example/p", "https://h.example/a").href,
+    new URL("?only=q", "http://h.example/a/b?old").href,
+    new URL("#h", "http://h.example/a/b?k").href,
+    new URL("sub/", new URL("http://h.example/dir/")).href,
+    new URL("http://h.example:80/").href,
+    new URL("file:///tmp/a%20b.txt").pathname,
+    new URL("mailto:someone@example.com").pathname,
+  ];
+  const bad = [];
+  for (const [s, b] of [["not a url"], ["/rel"], ["http://"], ["http://a:99999/"], ["x", "mailto:a@b"]]) {
+    try { new URL(s, b); bad.push("parsed " + s); } catch (e) { bad.push(e instanceof TypeError && e.code); }
+  }
+  const q = new URLSearchParams("?a=1&b=%C3%A9&c=x+y&a=2");
+  const fromObj = new URLSearchParams({ k: "v w", n: 1 }).toString();
+  const fromPairs = new URLSearchParams([["x", "1"], ["y", "!'()~*"]]).toString();
+  const seen = [];
+  q.forEach((v, k) => seen.push(k + "=" + v));
+  return { parts, params, after, set, rel, bad, q: [q.get("b"), q.get("c"), q.size, seen, String(q)], fromObj, fromPairs,
+    canParse: [URL.canParse("http://x/"), URL.canParse("nope"), URL.canParse("y", "http://x/")], json: JSON.stringify({ u: new URL("http://x/") }) };
+}`, "")
+	mustOK(t, o)
+	var got struct {
+		Parts, Rel, After  []string
+		Params             []any
+		Set                string
+		Bad                []any
+		Q                  []any
+		FromObj, FromPairs string
+		CanParse           []bool
+		JSON               string
+	}
+	if err := json.Unmarshal(o.res.Result, &got); err != nil {
+		t.Fatal(err, string(o.res.Result))
+	}
+	for _, c := range []struct{ got, want string }{
+		{fmt.Sprint(got.Parts), "[https: User pw example.com:8443 example.com 8443 /a/c%20d/e.txt ?q=1&x=a+b&q=2 #frag https://example.com:8443 https://User:pw@example.com:8443/a/c%20d/e.txt?q=1&x=a+b&q=2#frag]"},
+		{fmt.Sprint(got.Params), "[1 [1 2] a b true false <nil> [[q 1] [x a b] [q 2]] [q x q]]"},
+		{fmt.Sprint(got.After), "[?q=3&new=a+b%26c%3Dd https://User:pw@example.com:8443/a/c%20d/e.txt?q=3&new=a+b%26c%3Dd#frag q=3&new=a+b%26c%3Dd]"},
+		{got.Set, "https://User:pw@example.com/z?q=3&new=a+b%26c%3Dd"},
+		{fmt.Sprint(got.Rel), "[http://h.example/a/x/y?z#w https://h.example:8080/abs https://other.example/p http://h.example/a/b?only=q http://h.example/a/b?k#h http://h.example/dir/sub/ http://h.example/ /tmp/a%20b.txt someone@example.com]"},
+		{fmt.Sprint(got.Bad), "[ERR_INVALID_URL ERR_INVALID_URL ERR_INVALID_URL ERR_INVALID_URL ERR_INVALID_URL]"},
+		{fmt.Sprint(got.Q), "[é x y 4 [a=1 b=é c=x y a=2] a=1&b=%C3%A9&c=x+y&a=2]"},
+		{got.FromObj, "k=v+w&n=1"},
+		{got.FromPairs, "x=1&y=%21%27%28%29%7E*"},
+		{fmt.Sprint(got.CanParse), "[true false true]"},
+		{got.JSON, `{"u":"http://x/"}`},
+	} {
+		if c.got != c.want {
+			t.Errorf("got  %s\nwant %s", c.got, c.want)
+		}
+	}
+}
+
+func TestUnhandledRejection(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{`export default () => Promise.reject(42)`, "Uncaught (in promise) 42"},
+		{`export default async () => { await new Promise(r => setTimeout(r, 5)); throw new RangeError("later") }`, "Uncaught (in promise) RangeError: later"},
+		{`export default Promise.reject(new Error("a rejected value"))`, "Uncaught (in promise) Error: a rejected value"},
+		{`export default () => ({ then(ok, no) { no(new Error("thenable")) } })`, "Uncaught (in promise) Error: thenable"},
+		{`await Promise.reject(new Error("top level"))`, "Uncaught Error: top level"},
+	} {
+		o := js(t, c.src, "")
+		if o.code != 1 || !strings.Contains(o.stderr, c.want) || o.res.Result != nil {
+			t.Errorf("%s: want exit 1 and %q on stderr\n%s", c.src, c.want, o)
+		}
+	}
+	// A rejection the module handles is not one.
+	o := js(t, `export default async () => { try { await Promise.reject(new Error("x")) } catch (e) { return "caught " + e.message } }`, "")
+	mustOK(t, o)
+	if string(o.res.Result) != `"caught x"` {
+		t.Fatalf("%s", o)
+	}
+	healthy(t)
+}
+
+func TestInputLimit(t *testing.T) {
+	o := js(t, `export default (i) => i.length`, `"`+strings.Repeat("x", 1<<20)+`"`)
+	if o.code != 2 || !strings.Contains(o.res.Exit.Reason, "structured input is") || !strings.Contains(o.res.Exit.Reason, "over the limit of 1048576") {
+		t.Fatalf("%+v", o.res.Exit)
+	}
+	o = js(t, `export default (i) => i.length`, `"`+strings.Repeat("x", 1000)+`"`)
+	mustOK(t, o)
+	if string(o.res.Result) != "1000" {
+		t.Fatalf("%s", o)
 	}
 }

@@ -28,6 +28,8 @@
     if (v instanceof Date) return isNaN(v) ? "Invalid Date" : v.toISOString();
     if (v instanceof RegExp) return String(v);
     if (v instanceof Promise) return "Promise { <pending> }";
+    if (v instanceof URL_) return "URL { href: " + inspect(v.href, 1) + " }";
+    if (v instanceof G.URLSearchParams) return "URLSearchParams { " + Array.from(v, ([k, x]) => inspect(k, 1) + " => " + inspect(x, 1)).join(", ") + " }";
     seen = seen.concat([v]);
     if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
       const items = Array.prototype.slice.call(v, 0, 100).map(String);
@@ -127,6 +129,254 @@
     };
   }
 
+  // ---- URL and URLSearchParams: WHATWG-shaped, for the common cases
+  // (absolute URLs, relative resolution against a base, search params);
+  // no IDNA or IPv4 number forms.
+  const SPECIAL = { "http:": "80", "https:": "443", "ws:": "80", "wss:": "443", "ftp:": "21", "file:": "" };
+  const invalidURL = (input) => { const e = new TypeError("Invalid URL: " + input); e.code = "ERR_INVALID_URL"; e.input = String(input); return e; };
+  const pct = (re) => (s) => s.replace(re, (c) => encodeURIComponent(c));
+  const encPath = pct(/[\u0000-\u0020"<>`{}\u007f-\u{10ffff}]/gu);
+  const encQuery = pct(/[\u0000-\u0020"#<>\u007f-\u{10ffff}]/gu);
+  const encSpecialQuery = pct(/[\u0000-\u0020"#'<>\u007f-\u{10ffff}]/gu);
+  const encFragment = pct(/[\u0000-\u0020"<>`\u007f-\u{10ffff}]/gu);
+  const encUserinfo = pct(/[\u0000-\u0020"#<>?`{}/:;=@[\\\]^|\u007f-\u{10ffff}]/gu);
+  function normPath(p) {
+    const segs = p.split("/"), out = [];
+    for (let i = 1; i < segs.length; i++) {
+      const s = segs[i].toLowerCase(), last = i === segs.length - 1;
+      if (s === ".." || s === ".%2e" || s === "%2e." || s === "%2e%2e") { out.pop(); if (last) out.push(""); }
+      else if (s === "." || s === "%2e") { if (last) out.push(""); }
+      else out.push(segs[i]);
+    }
+    return "/" + out.join("/");
+  }
+  function parseHost(h, special, input) {
+    if (h[0] === "[") {
+      if (!/^\[[0-9A-Fa-f:.]+\]$/.test(h)) throw invalidURL(input);
+      return h.toLowerCase();
+    }
+    if (special) {
+      try { h = decodeURIComponent(h); } catch (e) { throw invalidURL(input); }
+      h = h.toLowerCase();
+    }
+    if (/[\u0000-\u0020#%/:<>?@[\\\]^|]/.test(h) && (special || /[\u0000\u0009\u000a\u000d #/:<>?@[\\\]^|]/.test(h))) throw invalidURL(input);
+    return h;
+  }
+  // parseURL returns the URL's record: protocol, username, password,
+  // hostname (null: no authority), port, pathname, search, hash, and
+  // opaque (a path that is not hierarchical: mailto:x, data:...).
+  function parseURL(input, base) {
+    let s = String(input).replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "").replace(/[\t\n\r]/g, "");
+    const m = /^([A-Za-z][A-Za-z0-9+.-]*):([\s\S]*)$/.exec(s);
+    let protocol, rest;
+    if (m && !(base && (m[1].toLowerCase() + ":") === base.protocol && base.protocol in SPECIAL && base.protocol !== "file:" && !/^[/\\]/.test(m[2]))) {
+      protocol = m[1].toLowerCase() + ":";
+      rest = m[2];
+    } else {
+      if (m) s = m[2];
+      if (!base) throw invalidURL(input);
+      if (base.opaque && s[0] !== "#") throw invalidURL(input);
+      protocol = base.protocol;
+      const special = protocol in SPECIAL;
+      if (special) s = s.replace(/\\/g, "/");
+      const auth = () => (base.hostname === null ? "" : "//" + (base.username ? base.username + (base.password ? ":" + base.password : "") + "@" : "") + base.hostname + (base.port ? ":" + base.port : ""));
+      if (s.startsWith("//")) rest = s;
+      else if (s[0] === "/") rest = auth() + s;
+      else if (s === "" ) rest = auth() + base.pathname + base.search;
+      else if (s[0] === "?") rest = auth() + base.pathname + s;
+      else if (s[0] === "#") rest = (base.opaque ? base.pathname : auth() + base.pathname) + base.search + s;
+      else {
+        const dir = base.pathname.slice(0, base.pathname.lastIndexOf("/") + 1) || "/";
+        rest = auth() + dir + s;
+      }
+    }
+    const special = protocol in SPECIAL;
+    if (special) rest = rest.replace(/\\/g, "/");
+    const r = { protocol, username: "", password: "", hostname: null, port: "", pathname: "", search: "", hash: "", opaque: false };
+    let i = rest.indexOf("#");
+    if (i >= 0) { const h = rest.slice(i + 1); r.hash = h === "" ? "" : "#" + encFragment(h); rest = rest.slice(0, i); }
+    i = rest.indexOf("?");
+    if (i >= 0) { const q = rest.slice(i + 1); r.search = q === "" ? "" : "?" + (special ? encSpecialQuery(q) : encQuery(q)); rest = rest.slice(0, i); }
+    if (special && protocol !== "file:") rest = "//" + rest.replace(/^\/*/, "");
+    if (rest.startsWith("//")) {
+      rest = rest.slice(2);
+      let j = rest.indexOf("/");
+      if (j < 0) j = rest.length;
+      let authority = rest.slice(0, j);
+      rest = rest.slice(j);
+      const at = authority.lastIndexOf("@");
+      if (at >= 0) {
+        const ui = authority.slice(0, at), c = ui.indexOf(":");
+        r.username = encUserinfo(c >= 0 ? ui.slice(0, c) : ui);
+        r.password = c >= 0 ? encUserinfo(ui.slice(c + 1)) : "";
+        authority = authority.slice(at + 1);
+      }
+      const pm = /:(\d*)$/.exec(authority);
+      if (pm && !(authority[0] === "[" && authority.lastIndexOf("]") > pm.index)) {
+        authority = authority.slice(0, pm.index);
+        if (pm[1] !== "") {
+          const port = parseInt(pm[1], 10);
+          if (port > 65535) throw invalidURL(input);
+          r.port = SPECIAL[protocol] === String(port) ? "" : String(port);
+        }
+      } else if (/:/.test(authority) && authority[0] !== "[") throw invalidURL(input);
+      r.hostname = parseHost(authority, special, input);
+      if (special && protocol !== "file:" && r.hostname === "") throw invalidURL(input);
+      if (protocol === "file:" && r.hostname === "localhost") r.hostname = "";
+      r.pathname = rest === "" ? (special ? "/" : "") : normPath(encPath(rest));
+    } else if (protocol === "file:") {
+      r.hostname = "";
+      r.pathname = normPath(encPath(rest[0] === "/" ? rest : "/" + rest));
+    } else if (rest[0] === "/") {
+      r.pathname = normPath(encPath(rest));
+    } else {
+      r.opaque = true;
+      r.pathname = pct(/[\u0000-\u001f\u007f-\u{10ffff}]/gu)(rest);
+    }
+    return r;
+  }
+  const formEncode = (s) => encodeURIComponent(s).replace(/[!'()~]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase()).replace(/%20/g, "+");
+  const formDecode = (s) => { s = s.replace(/\+/g, " "); try { return decodeURIComponent(s); } catch (e) { return s.replace(/%([0-9A-Fa-f]{2})/g, (x, h) => String.fromCharCode(parseInt(h, 16))); } };
+  const urlRec = new WeakMap(), paramsRec = new WeakMap();
+  class URLSearchParams {
+    constructor(init) {
+      const p = { list: [], url: null };
+      paramsRec.set(this, p);
+      if (init === undefined || init === null) return;
+      if (init instanceof URLSearchParams) p.list = paramsRec.get(init).list.map((e) => e.slice());
+      else if (typeof init === "object" && typeof init[Symbol.iterator] === "function") {
+        for (const pair of init) {
+          const a = Array.from(pair);
+          if (a.length !== 2) throw new TypeError("Each query pair must be an iterable [name, value] tuple");
+          p.list.push([String(a[0]), String(a[1])]);
+        }
+      } else if (typeof init === "object") {
+        for (const k of Object.keys(init)) p.list.push([k, String(init[k])]);
+      } else p.list = parseQuery(String(init));
+    }
+    get size() { return paramsRec.get(this).list.length; }
+    append(name, value) { paramsRec.get(this).list.push([String(name), String(value)]); update(this); }
+    delete(name, value) {
+      const p = paramsRec.get(this);
+      name = String(name);
+      p.list = p.list.filter((e) => !(e[0] === name && (value === undefined || e[1] === String(value))));
+      update(this);
+    }
+    get(name) { const e = paramsRec.get(this).list.find((e) => e[0] === String(name)); return e ? e[1] : null; }
+    getAll(name) { return paramsRec.get(this).list.filter((e) => e[0] === String(name)).map((e) => e[1]); }
+    has(name, value) { return paramsRec.get(this).list.some((e) => e[0] === String(name) && (value === undefined || e[1] === String(value))); }
+    set(name, value) {
+      const p = paramsRec.get(this);
+      name = String(name);
+      const i = p.list.findIndex((e) => e[0] === name);
+      if (i < 0) p.list.push([name, String(value)]);
+      else { p.list[i][1] = String(value); p.list = p.list.filter((e, j) => j <= i || e[0] !== name); }
+      update(this);
+    }
+    sort() { const p = paramsRec.get(this); p.list = p.list.map((e, i) => [e, i]).sort((a, b) => (a[0][0] < b[0][0] ? -1 : a[0][0] > b[0][0] ? 1 : a[1] - b[1])).map((x) => x[0]); update(this); }
+    forEach(f, thisArg) { for (const [k, v] of paramsRec.get(this).list.slice()) f.call(thisArg, v, k, this); }
+    *entries() { const p = paramsRec.get(this); for (let i = 0; i < p.list.length; i++) yield [p.list[i][0], p.list[i][1]]; }
+    *keys() { for (const e of this.entries()) yield e[0]; }
+    *values() { for (const e of this.entries()) yield e[1]; }
+    [Symbol.iterator]() { return this.entries(); }
+    toString() { return paramsRec.get(this).list.map((e) => formEncode(e[0]) + "=" + formEncode(e[1])).join("&"); }
+    get [Symbol.toStringTag]() { return "URLSearchParams"; }
+  }
+  function parseQuery(s) {
+    if (s[0] === "?") s = s.slice(1);
+    const list = [];
+    for (const part of s.split("&")) {
+      if (part === "") continue;
+      const i = part.indexOf("=");
+      list.push(i < 0 ? [formDecode(part), ""] : [formDecode(part.slice(0, i)), formDecode(part.slice(i + 1))]);
+    }
+    return list;
+  }
+  function update(params) {
+    const p = paramsRec.get(params);
+    if (!p.url) return;
+    const s = params.toString();
+    urlRec.get(p.url).search = s === "" ? "" : "?" + s;
+  }
+  const hrefOf = (r) => r.protocol + (r.hostname === null ? "" : "//" + (r.username || r.password ? r.username + (r.password ? ":" + r.password : "") + "@" : "") + r.hostname + (r.port ? ":" + r.port : "")) +
+    (r.hostname === null && !r.opaque && r.pathname.startsWith("//") ? "/." : "") + r.pathname + r.search + r.hash;
+  class URL {
+    constructor(url, base) {
+      let b;
+      if (base !== undefined) b = base instanceof URL ? urlRec.get(base) : parseURL(base);
+      urlRec.set(this, parseURL(url instanceof URL ? url.href : url, b));
+      const params = new URLSearchParams(urlRec.get(this).search);
+      paramsRec.get(params).url = this;
+      Object.defineProperty(this, "_params", { value: params });
+    }
+    static canParse(url, base) { try { new URL(url, base); return true; } catch (e) { return false; } }
+    static parse(url, base) { try { return new URL(url, base); } catch (e) { return null; } }
+    get href() { return hrefOf(urlRec.get(this)); }
+    set href(v) { const r = parseURL(v); urlRec.set(this, r); paramsRec.get(this._params).list = parseQuery(r.search); }
+    get origin() {
+      const r = urlRec.get(this);
+      return r.protocol in SPECIAL && r.protocol !== "file:" ? r.protocol + "//" + r.hostname + (r.port ? ":" + r.port : "") : "null";
+    }
+    get protocol() { return urlRec.get(this).protocol; }
+    set protocol(v) {
+      const r = urlRec.get(this), p = String(v).replace(/:.*$/s, "").toLowerCase() + ":";
+      if (!/^[a-z][a-z0-9+.-]*:$/.test(p) || (p in SPECIAL) !== (r.protocol in SPECIAL)) return;
+      r.protocol = p;
+      if (SPECIAL[p] === r.port) r.port = "";
+    }
+    get username() { return urlRec.get(this).username; }
+    set username(v) { const r = urlRec.get(this); if (r.hostname) r.username = encUserinfo(String(v)); }
+    get password() { return urlRec.get(this).password; }
+    set password(v) { const r = urlRec.get(this); if (r.hostname) r.password = encUserinfo(String(v)); }
+    get host() { const r = urlRec.get(this); return r.hostname === null ? "" : r.hostname + (r.port ? ":" + r.port : ""); }
+    set host(v) {
+      const r = urlRec.get(this);
+      if (r.opaque) return;
+      try { const n = parseURL(r.protocol + "//" + String(v) + "/"); r.hostname = n.hostname; if (/:\d*$/.test(String(v))) r.port = n.port; } catch (e) {}
+    }
+    get hostname() { const r = urlRec.get(this); return r.hostname === null ? "" : r.hostname; }
+    set hostname(v) {
+      const r = urlRec.get(this);
+      if (r.opaque) return;
+      try { r.hostname = parseURL(r.protocol + "//" + String(v).replace(/:.*$/s, "") + "/").hostname; } catch (e) {}
+    }
+    get port() { return urlRec.get(this).port; }
+    set port(v) {
+      const r = urlRec.get(this), s = String(v);
+      if (!r.hostname || r.protocol === "file:") return;
+      if (s === "") { r.port = ""; return; }
+      const m = /^\d+/.exec(s);
+      if (!m || +m[0] > 65535) return;
+      r.port = SPECIAL[r.protocol] === String(+m[0]) ? "" : String(+m[0]);
+    }
+    get pathname() { return urlRec.get(this).pathname; }
+    set pathname(v) {
+      const r = urlRec.get(this);
+      if (r.opaque) return;
+      let p = String(v);
+      if (r.protocol in SPECIAL) p = p.replace(/\\/g, "/");
+      if (p[0] !== "/" && (r.protocol in SPECIAL || r.hostname !== null)) p = "/" + p;
+      r.pathname = p === "" ? "" : normPath(encPath(p).replace(/\?/g, "%3F").replace(/#/g, "%23"));
+    }
+    get search() { return urlRec.get(this).search; }
+    set search(v) {
+      const r = urlRec.get(this);
+      let s = String(v);
+      if (s[0] === "?") s = s.slice(1);
+      r.search = s === "" ? "" : "?" + (r.protocol in SPECIAL ? encSpecialQuery(s) : encQuery(s));
+      paramsRec.get(this._params).list = parseQuery(s);
+    }
+    get searchParams() { return this._params; }
+    get hash() { return urlRec.get(this).hash; }
+    set hash(v) { let s = String(v); if (s[0] === "#") s = s.slice(1); urlRec.get(this).hash = s === "" ? "" : "#" + encFragment(s); }
+    toString() { return this.href; }
+    toJSON() { return this.href; }
+    get [Symbol.toStringTag]() { return "URL"; }
+  }
+  if (typeof G.URL === "undefined") G.URL = URL;
+  if (typeof G.URLSearchParams === "undefined") G.URLSearchParams = URLSearchParams;
+  const URL_ = G.URL;
+
   // ---- node:fs/promises over the host
   function call(op, args) {
     const r = JSON.parse(hostFS(op, JSON.stringify(args)));
@@ -145,11 +395,13 @@
     try { return Promise.resolve(f.apply(this, arguments)); } catch (e) { return Promise.reject(e); }
   };
   const pathArg = (p) => {
-    if (p instanceof URL_) return p.pathname;
+    if (p instanceof URL_) {
+      if (p.protocol !== "file:") { const e = new TypeError("The URL must be of scheme file"); e.code = "ERR_INVALID_URL_SCHEME"; throw e; }
+      return decodeURIComponent(p.pathname);
+    }
     if (typeof p !== "string") { const e = new TypeError('The "path" argument must be of type string. Received ' + inspect(p, 1)); e.code = "ERR_INVALID_ARG_TYPE"; throw e; }
     return p;
   };
-  function URL_() {}
   const encOf = (o) => (typeof o === "string" ? o : o && o.encoding) || null;
   function dataArg(d) {
     if (typeof d === "string") return { data: d };
@@ -356,21 +608,22 @@
     if (out.length > 30) out.splice(30, out.length - 30, "    ... " + (out.length - 30) + " more frames");
     return out.join("\n");
   }
-  function describeError(e) {
+  function describeError(e, inPromise) {
+    const uncaught = inPromise ? "Uncaught (in promise) " : "Uncaught ";
     if (e instanceof Error) {
-      let s = "Uncaught " + e.name + (e.message !== "" ? ": " + e.message : "");
+      let s = uncaught + e.name + (e.message !== "" ? ": " + e.message : "");
       const st = e.stack ? cleanStack(e.stack) : "";
       if (st) s += "\n" + st;
       return s;
     }
-    return "Uncaught " + inspect(e, 1);
+    return uncaught + inspect(e, 1);
   }
-  function fail(e) {
+  function fail(e, inPromise) {
     if (settled) return;
     settled = true;
     if (e instanceof ExitSignal) { hostDone("exit", String(e.code)); return; }
     const name = e instanceof Error ? e.name + ": " + e.message : "";
-    hostDone("error", describeError(e), name);
+    hostDone("error", describeError(e, inPromise), name);
   }
   function finish(v) {
     if (settled) return;
@@ -380,13 +633,20 @@
     try { s = JSON.stringify(v); } catch (e) { settled = false; fail(new TypeError("the default export's value cannot be made JSON: " + e.message)); return; }
     hostDone("ok", s, String(G.process.exitCode || 0));
   }
+  // run imports the module and settles the exec with its default export:
+  // a throw while loading or calling it is "Uncaught", a rejection of the
+  // promise it returns (or is) "Uncaught (in promise)"; both exit 1.
   const run = (main, inputJSON) => {
     import(main).then((m) => {
       const f = m.default;
       const input = inputJSON === "" ? null : JSON.parse(inputJSON);
-      if (typeof f === "function") return f(input, { cwd, env });
-      return f;
-    }).then(finish, fail);
+      const v = typeof f === "function" ? f(input, { cwd, env }) : f;
+      if (v !== null && (typeof v === "object" || typeof v === "function") && typeof v.then === "function") {
+        Promise.resolve(v).then(finish, (e) => fail(e, true));
+        return;
+      }
+      finish(v);
+    }).catch((e) => fail(e));
   };
 
   const hidden = (k, v) => Object.defineProperty(G, k, { value: v, enumerable: false, configurable: false, writable: false });
