@@ -1,0 +1,366 @@
+package containerbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+)
+
+// Version is the container backend's version.
+const Version = "0.1.0"
+
+// Defaults and bounds of the limits.
+const (
+	DefaultTimeout     = 10 * time.Minute
+	DefaultMemoryBytes = 1 << 30
+	DefaultMaxPids     = 512
+	DefaultCPUMillis   = 1000
+	// KillGrace is how long a timed-out container has between SIGTERM and
+	// SIGKILL.
+	KillGrace = 2 * time.Second
+)
+
+// DefaultStateDir holds runc's state root, the bundles and the rootfs.
+const DefaultStateDir = "/run/computerfs-container"
+
+// idPrefix starts the IDs of our containers: cfs-<plugin pid>-<n>.
+const idPrefix = "cfs-"
+
+// Backend runs each exec in a runc container.
+type Backend struct {
+	// Runc is the runc binary; empty: "runc" from PATH.
+	Runc string
+	// StateDir replaces DefaultStateDir (tests).
+	StateDir string
+
+	mountPath string
+	runcRoot  string
+	bundles   string
+	rootfs    string
+	binds     []string
+	v2        bool
+	seq       atomic.Uint64
+}
+
+var _ pluginapi.Backend = (*Backend)(nil)
+
+func (b *Backend) Describe(context.Context) (*pb.Description, error) {
+	return &pb.Description{
+		Id:      "container",
+		Name:    "Container",
+		Version: Version,
+		Description: "Runs real binaries (git, make, compilers, python, node if installed on the host) in a runc " +
+			"container: the host's /usr and /etc read-only, the workspace read-write at /workspace (the default " +
+			"directory), a private /tmp, no network. Starting a container costs tens of milliseconds; use the shell " +
+			"backend for plain file inspection and text processing.",
+		Accepts:  []string{"script", "argv"},
+		Features: []string{"stdin", "signals", "oom"},
+		DefaultLimits: &pb.Limits{
+			TimeoutMs: DefaultTimeout.Milliseconds(), MemoryBytes: DefaultMemoryBytes,
+			MaxPids: DefaultMaxPids, CpuMillis: DefaultCPUMillis,
+		},
+		MaxLimits: &pb.Limits{
+			TimeoutMs: (24 * time.Hour).Milliseconds(), MemoryBytes: 64 << 30, MaxPids: 65536, CpuMillis: 64_000,
+		},
+		NeedsMount: true,
+	}, nil
+}
+
+func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
+	if cfg.MountPath == "" {
+		return errors.New("the container backend needs the workspace mounted (no mount path)")
+	}
+	if fi, err := os.Stat(cfg.MountPath); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workspace mount %s: not a directory (%v)", cfg.MountPath, err)
+	}
+	if b.Runc == "" {
+		p, err := exec.LookPath("runc")
+		if err != nil {
+			for _, c := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc"} {
+				if _, err2 := os.Stat(c); err2 == nil {
+					p, err = c, nil
+					break
+				}
+			}
+			if err != nil {
+				return errors.New("runc not found: install it (apt-get install runc)")
+			}
+		}
+		b.Runc = p
+	}
+	if err := CgroupsAvailable(); err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	if b.StateDir == "" {
+		b.StateDir = DefaultStateDir
+	}
+	b.mountPath = cfg.MountPath
+	b.runcRoot = filepath.Join(b.StateDir, "runc")
+	b.bundles = filepath.Join(b.StateDir, "bundles")
+	b.v2 = cgroupV2()
+	for _, d := range []string{b.runcRoot, b.bundles} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	b.sweep()
+	b.rootfs = filepath.Join(b.StateDir, fmt.Sprintf("rootfs-%d", os.Getpid()))
+	binds, err := makeRootfs(b.rootfs)
+	if err != nil {
+		return fmt.Errorf("rootfs: %w", err)
+	}
+	b.binds = binds
+	return nil
+}
+
+// RuncRoot is runc's --root for this backend.
+func (b *Backend) RuncRoot() string { return b.runcRoot }
+
+// ownerAlive says whether the plugin process that made container id (or
+// bundle, rootfs dir) still runs. Our own pid counts as dead: sweep runs
+// before our first exec.
+func ownerAlive(pidText string) bool {
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid == os.Getpid() {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func idOwner(id string) string {
+	s := strings.TrimPrefix(id, idPrefix)
+	owner, _, _ := strings.Cut(s, "-")
+	return owner
+}
+
+// sweep deletes what plugin processes that are gone left behind.
+func (b *Backend) sweep() {
+	out, _ := exec.Command(b.Runc, "--root", b.runcRoot, "list", "-q").Output()
+	for _, id := range strings.Fields(string(out)) {
+		if strings.HasPrefix(id, idPrefix) && !ownerAlive(idOwner(id)) {
+			exec.Command(b.Runc, "--root", b.runcRoot, "delete", "--force", id).Run()
+		}
+	}
+	if ents, err := os.ReadDir(b.bundles); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), idPrefix) && !ownerAlive(idOwner(e.Name())) {
+				os.RemoveAll(filepath.Join(b.bundles, e.Name()))
+			}
+		}
+	}
+	for _, id := range leftoverCgroups() {
+		if strings.HasPrefix(id, idPrefix) && !ownerAlive(idOwner(id)) {
+			removeCgroup(filepath.Join(cgroupParent, id))
+		}
+	}
+	if ents, err := os.ReadDir(b.StateDir); err == nil {
+		for _, e := range ents {
+			if p, ok := strings.CutPrefix(e.Name(), "rootfs-"); ok && !ownerAlive(p) {
+				// Only empty directories and symlinks: mounts happen in the
+				// containers' own mount namespaces.
+				os.RemoveAll(filepath.Join(b.StateDir, e.Name()))
+			}
+		}
+	}
+}
+
+// command turns the start message into the container's argv.
+func command(st *pb.ExecStart) ([]string, error) {
+	switch st.Kind {
+	case "", "script":
+		if st.File != "" {
+			return append([]string{"/bin/bash", path.Join("/workspace", path.Clean("/"+st.File))}, st.Argv...), nil
+		}
+		if len(st.Argv) == 0 {
+			return nil, errors.New("no script")
+		}
+		return []string{"/bin/bash", "-c", strings.Join(st.Argv, " ")}, nil
+	case "argv":
+		if len(st.Argv) == 0 {
+			return nil, errors.New("empty argv")
+		}
+		return st.Argv, nil
+	default:
+		return nil, fmt.Errorf("the container backend runs scripts and argv, not %q", st.Kind)
+	}
+}
+
+func orDefault(v, d int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error) {
+	if b.rootfs == "" {
+		return nil, errors.New("container backend: not configured")
+	}
+	t0 := time.Now()
+	st := x.Start
+	args, err := command(st)
+	if err != nil {
+		return &pb.Exit{ExitCode: 2, Reason: err.Error()}, nil
+	}
+	cwd := path.Clean("/" + st.Cwd)
+	if fi, err := os.Stat(filepath.Join(b.mountPath, filepath.FromSlash(cwd))); err != nil || !fi.IsDir() {
+		fmt.Fprintf(x.Stderr, "cd: %s: No such directory\n", cwd)
+		return &pb.Exit{ExitCode: 1, Reason: "no such working directory"}, nil
+	}
+	lim := st.Limits
+	if lim == nil {
+		lim = &pb.Limits{}
+	}
+	memory := orDefault(lim.MemoryBytes, DefaultMemoryBytes)
+	timeout := time.Duration(orDefault(lim.TimeoutMs, DefaultTimeout.Milliseconds())) * time.Millisecond
+
+	id := fmt.Sprintf("%s%d-%d", idPrefix, os.Getpid(), b.seq.Add(1))
+	bundle := filepath.Join(b.bundles, id)
+	cg := &execCgroup{v2: b.v2, rel: filepath.Join(cgroupParent, id), efd: -1, ofd: -1}
+	p := specParams{
+		rootfs: b.rootfs, binds: b.binds, workspace: b.mountPath, args: args, env: st.Env,
+		cwd:     path.Join("/workspace", cwd),
+		maxPids: orDefault(lim.MaxPids, DefaultMaxPids), cpuMillis: orDefault(lim.CpuMillis, DefaultCPUMillis),
+		cgroupsPath: "/" + cg.rel + "/ctr",
+	}
+	if b.v2 {
+		p.memoryBytes = memory
+	}
+	// Whatever happens from here, the container, its bundle and cgroups go.
+	defer func() {
+		exec.Command(b.Runc, "--root", b.runcRoot, "delete", "--force", id).Run()
+		cg.remove()
+		os.RemoveAll(bundle)
+	}()
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(makeSpec(p))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), js, 0o600); err != nil {
+		return nil, err
+	}
+	if err := cg.setup(memory); err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+
+	cmd := exec.Command(b.Runc, "--root", b.runcRoot, "run", "--bundle", bundle, id)
+	cmd.Stdout, cmd.Stderr = x.Stdout, x.Stderr
+	cmd.WaitDelay = 5 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start runc: %w", err)
+	}
+	// stdin is not waited for: the host may never close it.
+	go func() {
+		if x.Stdin != nil {
+			io.Copy(stdin, x.Stdin)
+		}
+		stdin.Close()
+	}()
+
+	var (
+		mu       sync.Mutex
+		timedOut bool
+		lastSig  syscall.Signal
+	)
+	kill := func(sig syscall.Signal) {
+		mu.Lock()
+		lastSig = sig
+		mu.Unlock()
+		err := exec.Command(b.Runc, "--root", b.runcRoot, "kill", "--all", id, strconv.Itoa(int(sig))).Run()
+		if err != nil && sig == syscall.SIGKILL {
+			// Not created yet, or runc is stuck: end runc itself; the
+			// deferred delete removes the container.
+			cmd.Process.Kill()
+		}
+	}
+	done := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		var grace <-chan time.Time
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				kill(syscall.SIGKILL)
+				return
+			case <-timer.C:
+				mu.Lock()
+				timedOut = true
+				mu.Unlock()
+				kill(syscall.SIGTERM)
+				grace = time.After(KillGrace)
+			case <-grace:
+				kill(syscall.SIGKILL)
+				return
+			case s := <-x.Signals:
+				kill(s)
+			}
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	<-watcherDone
+
+	exit := &pb.Exit{DurationNs: int64(time.Since(t0))}
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		exit.ExitCode = int32(ee.ExitCode())
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// runc itself was killed.
+			exit.ExitCode = 128 + int32(ws.Signal())
+			exit.Signal = int32(ws.Signal())
+		}
+	default:
+		return nil, fmt.Errorf("runc: %w", werr)
+	}
+	mu.Lock()
+	exit.TimedOut = timedOut
+	sig := lastSig
+	mu.Unlock()
+	if sig != 0 && exit.ExitCode == 128+int32(sig) {
+		exit.Signal = int32(sig)
+	} else if sig != 0 && exit.ExitCode == 128+int32(syscall.SIGKILL) {
+		exit.Signal = int32(syscall.SIGKILL)
+	}
+	if cg.oomKills() > 0 {
+		exit.OomKilled = true
+		exit.Reason = fmt.Sprintf("memory limit: %d bytes", memory)
+		if exit.ExitCode == 128+int32(syscall.SIGKILL) {
+			exit.Signal = int32(syscall.SIGKILL)
+		}
+	}
+	if exit.TimedOut {
+		exit.Reason = "timeout: " + timeout.String()
+	} else if ctx.Err() != nil && exit.Reason == "" {
+		exit.Reason = "cancelled"
+	}
+	return exit, nil
+}

@@ -1,0 +1,355 @@
+package containerbackend
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+)
+
+// syncBuffer is a bytes.Buffer safe for the output goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var testEnv = map[string]string{"PATH": defaultPath, "HOME": "/tmp", "LANG": "C.UTF-8"}
+
+// newBackend configures a backend on a temp workspace, or skips.
+func newBackend(t *testing.T) (*Backend, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the container backend needs root")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		if _, err := os.Stat("/usr/sbin/runc"); err != nil {
+			t.Skip("runc is not installed (apt-get install runc)")
+		}
+	}
+	if err := CgroupsAvailable(); err != nil {
+		t.Skipf("cgroups unavailable: %v", err)
+	}
+	ws := t.TempDir()
+	b := &Backend{StateDir: filepath.Join("/run", "computerfs-container-test")}
+	if err := b.Configure(context.Background(), &pluginapi.Config{MountPath: ws}); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	t.Cleanup(func() { checkClean(t, b) })
+	return b, ws
+}
+
+// checkClean fails if a container, bundle or cgroup of ours is left.
+func checkClean(t *testing.T, b *Backend) {
+	t.Helper()
+	out, err := exec.Command(b.Runc, "--root", b.runcRoot, "list", "-q").Output()
+	if err != nil {
+		t.Errorf("runc list: %v", err)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("containers left: %s", s)
+	}
+	if ents, _ := os.ReadDir(b.bundles); len(ents) > 0 {
+		t.Errorf("bundles left: %d", len(ents))
+	}
+	if ids := leftoverCgroups(); len(ids) > 0 {
+		t.Errorf("cgroups left: %v", ids)
+	}
+}
+
+type result struct {
+	exit           *pb.Exit
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+func run(t *testing.T, b *Backend, script string, lim *pb.Limits, stdin string, env map[string]string) result {
+	t.Helper()
+	if env == nil {
+		env = testEnv
+	}
+	var out, errb syncBuffer
+	var in *strings.Reader
+	if stdin != "" {
+		in = strings.NewReader(stdin)
+	} else {
+		in = strings.NewReader("")
+	}
+	x := &pluginapi.Exec{
+		Start:   &pb.ExecStart{ExecId: "t", Argv: []string{script}, Kind: "script", Cwd: "/", Env: env, Limits: lim},
+		Stdin:   in,
+		Stdout:  &out,
+		Stderr:  &errb,
+		Signals: make(chan syscall.Signal),
+	}
+	t0 := time.Now()
+	exit, err := b.Exec(context.Background(), x)
+	el := time.Since(t0)
+	if err != nil {
+		t.Fatalf("Exec %q: %v", script, err)
+	}
+	return result{exit: exit, stdout: out.String(), stderr: errb.String(), elapsed: el}
+}
+
+func TestEchoAndExit(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "echo hi; hostname; pwd", nil, "", nil)
+	if r.exit.ExitCode != 0 || r.stdout != "hi\ncomputerfs\n/workspace\n" {
+		t.Fatalf("exit %v stdout %q stderr %q", r.exit, r.stdout, r.stderr)
+	}
+	r = run(t, b, "exit 3", nil, "", nil)
+	if r.exit.ExitCode != 3 {
+		t.Fatalf("exit 3: %v %q", r.exit, r.stderr)
+	}
+	r = run(t, b, "echo err >&2; bash -c 'kill -9 $$'; exit $?", nil, "", nil)
+	if r.exit.ExitCode != 137 || !strings.HasPrefix(r.stderr, "err\n") {
+		t.Fatalf("killed: %v %q", r.exit, r.stderr)
+	}
+}
+
+func TestArgvAndCwd(t *testing.T) {
+	b, ws := newBackend(t)
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	var out syncBuffer
+	x := &pluginapi.Exec{
+		Start: &pb.ExecStart{Argv: []string{"pwd"}, Kind: "argv", Cwd: "/sub", Env: map[string]string{}},
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out,
+	}
+	exit, err := b.Exec(context.Background(), x)
+	if err != nil || exit.ExitCode != 0 || out.String() != "/workspace/sub\n" {
+		t.Fatalf("%v %v %q", exit, err, out.String())
+	}
+}
+
+func TestStdin(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "cat; echo done", nil, "line1\nline2\n", nil)
+	if r.exit.ExitCode != 0 || r.stdout != "line1\nline2\ndone\n" {
+		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+	}
+}
+
+func TestEnvOnly(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "env | sort", nil, "", map[string]string{"PATH": defaultPath, "FOO": "bar"})
+	if r.stdout != "FOO=bar\nPATH="+defaultPath+"\nPWD=/workspace\nSHLVL=0\n_=/usr/bin/env\n" && !strings.Contains(r.stdout, "FOO=bar") {
+		t.Fatalf("%q", r.stdout)
+	}
+	if strings.Contains(r.stdout, "HOSTNAME=") || strings.Contains(r.stdout, "TERM=") {
+		t.Fatalf("extra env: %q", r.stdout)
+	}
+}
+
+func TestWorkspaceWrite(t *testing.T) {
+	b, ws := newBackend(t)
+	r := run(t, b, "mkdir -p d && echo content > d/f.txt && echo tmp > /tmp/x && cat /tmp/x", nil, "", nil)
+	if r.exit.ExitCode != 0 || r.stdout != "tmp\n" {
+		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(ws, "d", "f.txt"))
+	if err != nil || string(got) != "content\n" {
+		t.Fatalf("%q %v", got, err)
+	}
+	// /tmp is private to each exec.
+	r = run(t, b, "ls /tmp", nil, "", nil)
+	if r.stdout != "" {
+		t.Fatalf("/tmp not private: %q", r.stdout)
+	}
+}
+
+func TestGit(t *testing.T) {
+	b, ws := newBackend(t)
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644)
+	env := map[string]string{"PATH": defaultPath, "HOME": "/tmp",
+		"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"}
+	r := run(t, b, "git init -q && git add . && git commit -qm first && git log --format=%s", nil, "", env)
+	if r.exit.ExitCode != 0 || r.stdout != "first\n" {
+		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "HEAD")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoNetwork(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "ip -o link 2>/dev/null | wc -l; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; "+
+		"(echo > /dev/tcp/1.1.1.1/80) 2>/dev/null && echo connected; getent hosts example.com && echo resolved; exit 0",
+		&pb.Limits{TimeoutMs: 10000}, "", nil)
+	if strings.Contains(r.stdout, "connected") || strings.Contains(r.stdout, "resolved") {
+		t.Fatalf("network reachable: %q", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "lo") || strings.Contains(r.stdout, "eth") {
+		t.Fatalf("interfaces: %q", r.stdout)
+	}
+}
+
+func TestReadOnlyRoot(t *testing.T) {
+	b, _ := newBackend(t)
+	for _, p := range []string{"/x", "/etc/x", "/usr/x", "/bin/x", "/proc/sys/kernel/hostname"} {
+		r := run(t, b, "echo > "+p, nil, "", nil)
+		if r.exit.ExitCode == 0 {
+			t.Errorf("writing %s succeeded", p)
+		}
+	}
+	if _, err := os.Stat("/etc/x"); err == nil {
+		t.Fatal("/etc/x written on the host")
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "echo start; sleep 60", &pb.Limits{TimeoutMs: 300}, "", nil)
+	if !r.exit.TimedOut || r.exit.ExitCode == 0 || r.stdout != "start\n" {
+		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+	}
+	if r.elapsed > 300*time.Millisecond+KillGrace+3*time.Second {
+		t.Fatalf("took %v", r.elapsed)
+	}
+	t.Logf("timeout exit: %v in %v", r.exit, r.elapsed)
+	// A process that handles SIGTERM ends at once.
+	r = run(t, b, "trap 'echo term; exit 5' TERM; sleep 60 & wait", &pb.Limits{TimeoutMs: 300}, "", nil)
+	if !r.exit.TimedOut || r.exit.ExitCode != 5 || r.stdout != "term\n" || r.elapsed > 2*time.Second {
+		t.Fatalf("%v %q %q %v", r.exit, r.stdout, r.stderr, r.elapsed)
+	}
+}
+
+func TestSignal(t *testing.T) {
+	b, _ := newBackend(t)
+	sigs := make(chan syscall.Signal, 1)
+	var out syncBuffer
+	x := &pluginapi.Exec{
+		Start: &pb.ExecStart{Argv: []string{"trap 'echo int; exit 7' INT; echo ready; sleep 60 & wait"}, Env: testEnv},
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Signals: sigs,
+	}
+	go func() {
+		for !strings.Contains(out.String(), "ready") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+	}()
+	exit, err := b.Exec(context.Background(), x)
+	if err != nil || exit.ExitCode != 7 || !strings.Contains(out.String(), "int") {
+		t.Fatalf("%v %v %q", exit, err, out.String())
+	}
+}
+
+func TestCancel(t *testing.T) {
+	b, _ := newBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	x := &pluginapi.Exec{
+		Start: &pb.ExecStart{Argv: []string{"sleep 60"}, Env: testEnv},
+		Stdin: strings.NewReader(""), Stdout: &syncBuffer{}, Stderr: &syncBuffer{},
+	}
+	t0 := time.Now()
+	exit, err := b.Exec(ctx, x)
+	if err != nil || exit.ExitCode != 137 || time.Since(t0) > 3*time.Second {
+		t.Fatalf("%v %v %v", exit, err, time.Since(t0))
+	}
+}
+
+func TestPidsLimit(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "for i in $(seq 200); do sleep 30 & done; echo looped", &pb.Limits{MaxPids: 64, TimeoutMs: 1500}, "", nil)
+	if !strings.Contains(r.stderr, "Resource temporarily unavailable") {
+		t.Fatalf("no fork failure: %v %q %q", r.exit, r.stdout, r.stderr[:min(len(r.stderr), 500)])
+	}
+	t.Logf("pids: %v after %v", r.exit, r.elapsed)
+}
+
+func TestOOM(t *testing.T) {
+	b, _ := newBackend(t)
+	r := run(t, b, "head -c 600M /dev/zero | tail; echo after $?", &pb.Limits{MemoryBytes: 64 << 20, TimeoutMs: 30000}, "", nil)
+	if !r.exit.OomKilled || !strings.Contains(r.stdout, "after 137") {
+		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+	}
+	t.Logf("oom: %v", r.exit)
+	// A run within the limit is not reported.
+	r = run(t, b, "head -c 10M /dev/zero | tail | wc -c", &pb.Limits{MemoryBytes: 64 << 20}, "", nil)
+	if r.exit.OomKilled || r.exit.ExitCode != 0 {
+		t.Fatalf("%v %q", r.exit, r.stderr)
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	b, _ := newBackend(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := run(t, b, "echo ok", nil, "", nil)
+			if r.stdout != "ok\n" {
+				errs <- r.stdout + r.stderr
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	b, _ := newBackend(t)
+	// A container left by a dead plugin (pid 1 is never us, but is alive:
+	// use an impossible pid instead).
+	id := idPrefix + "999999999-1"
+	bundle := filepath.Join(b.bundles, id)
+	os.MkdirAll(bundle, 0o700)
+	os.MkdirAll(filepath.Join(cgroupMount, "pids", cgroupParent, id), 0o755)
+	b2 := &Backend{StateDir: b.StateDir}
+	if err := b2.Configure(context.Background(), &pluginapi.Config{MountPath: b.mountPath}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bundle); err == nil {
+		t.Fatal("bundle not swept")
+	}
+}
+
+func TestStartupLatency(t *testing.T) {
+	b, _ := newBackend(t)
+	var ds []time.Duration
+	for i := 0; i < 20; i++ {
+		var out syncBuffer
+		x := &pluginapi.Exec{
+			Start: &pb.ExecStart{Argv: []string{"true"}, Kind: "argv", Env: testEnv},
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out,
+		}
+		t0 := time.Now()
+		exit, err := b.Exec(context.Background(), x)
+		if err != nil || exit.ExitCode != 0 {
+			t.Fatalf("%v %v %q", exit, err, out.String())
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	t.Logf("exec of true, 20 runs: min %v median %v max %v", ds[0], ds[len(ds)/2], ds[len(ds)-1])
+}
