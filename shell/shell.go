@@ -402,12 +402,8 @@ func (rn *run) nestedArgs(ctx context.Context, e *coreutils.Env, args []string, 
 func (rn *run) typeCmd(hc interp.HandlerContext, args []string) int {
 	name := args[0]
 	args = args[1:]
-	quiet := false
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		if strings.ContainsAny(args[0], "vV") || args[0] == "-p" || args[0] == "-P" || args[0] == "-a" || args[0] == "-t" {
-			quiet = false
-		}
-		args = args[1:]
+		args = args[1:] // -v, -V, -p, -a, -t: the answers below fit them all
 	}
 	status := 0
 	for _, a := range args {
@@ -434,7 +430,7 @@ func (rn *run) typeCmd(hc interp.HandlerContext, args []string) int {
 				fmt.Fprintf(hc.Stdout, "/usr/bin/%s\n", a)
 			}
 		default:
-			if name == "type" && !quiet {
+			if name == "type" {
 				fmt.Fprintf(hc.Stderr, "bash: type: %s: not found\n", a)
 			}
 			status = 1

@@ -377,6 +377,11 @@ func (w *WS) WriteFile(ctx context.Context, p string, data []byte, opt WriteOpti
 // p, so readers see the old content or the new, never a mix; an error
 // leaves p as it was.
 func (w *WS) Write(ctx context.Context, p string, r io.Reader, opt WriteOptions) (WriteResult, error) {
+	return w.write(ctx, p, r, opt, false)
+}
+
+// write is Write; haveLock says the caller already holds writeMu (Edit).
+func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions, haveLock bool) (WriteResult, error) {
 	const op = "write"
 	if w.opts.ReadOnly {
 		return WriteResult{}, pathErr(op, p, syscall.EROFS)
@@ -392,7 +397,7 @@ func (w *WS) Write(ctx context.Context, p string, r io.Reader, opt WriteOptions)
 			return WriteResult{}, err
 		}
 	}
-	if opt.IfMatch != "" {
+	if opt.IfMatch != "" && !haveLock {
 		if err := w.writeMu.lock(ctx); err != nil {
 			return WriteResult{}, pathErr(op, p, err)
 		}
@@ -637,9 +642,5 @@ func (w *WS) Edit(ctx context.Context, p string, edits []Edit, opt EditOptions) 
 // writeLocked replaces p's content if it still hashes to want. The caller
 // holds writeMu.
 func (w *WS) writeLocked(ctx context.Context, p string, data []byte, want string) (WriteResult, error) {
-	unlocked := &WS{f: w.f, opts: w.opts, rootIno: w.rootIno, rootDir: w.rootDir, writeMu: newChanMutex()}
-	if b := w.notify.Load(); b != nil {
-		unlocked.notify.Store(b)
-	}
-	return unlocked.Write(ctx, p, bytes.NewReader(data), WriteOptions{IfMatch: want})
+	return w.write(ctx, p, bytes.NewReader(data), WriteOptions{IfMatch: want}, true)
 }
