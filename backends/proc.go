@@ -34,6 +34,10 @@ type procRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	pgid   int
+	// exited is closed as soon as the plugin has exited, before its group
+	// is killed and before go-plugin learns of it: whoever sees the group
+	// gone can rely on the backend seeing its plugin gone.
+	exited chan struct{}
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -50,7 +54,7 @@ func newProcRunner(cmd *exec.Cmd) (*procRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &procRunner{cmd: cmd, stdout: stdout, stderr: stderr}, nil
+	return &procRunner{cmd: cmd, stdout: stdout, stderr: stderr, exited: make(chan struct{})}, nil
 }
 
 func (r *procRunner) Start(context.Context) error {
@@ -71,6 +75,7 @@ func (r *procRunner) Wait(context.Context) error {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, r.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
+	close(r.exited)
 	if r.pgid > 0 {
 		syscall.Kill(-r.pgid, syscall.SIGKILL)
 	}
@@ -87,6 +92,16 @@ func (r *procRunner) Kill(context.Context) error {
 		return fmt.Errorf("kill plugin process group %d: %w", r.pgid, err)
 	}
 	return nil
+}
+
+// hasExited reports whether the plugin process has exited.
+func (r *procRunner) hasExited() bool {
+	select {
+	case <-r.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }

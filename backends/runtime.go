@@ -179,6 +179,7 @@ type backend struct {
 	mu       sync.Mutex
 	state    string
 	client   *plugin.Client
+	proc     *procRunner // of client
 	pc       *pluginapi.Client
 	desc     *pb.Description
 	lastErr  string
@@ -218,7 +219,7 @@ func (b *backend) info() *pb.BackendInfo {
 // checkAliveLocked notices a plugin process that died since we last
 // looked.
 func (b *backend) checkAliveLocked() {
-	if b.state == StateReady && b.client != nil && b.client.Exited() {
+	if b.state == StateReady && b.client != nil && (b.client.Exited() || b.proc != nil && b.proc.hasExited()) {
 		b.state = StateCrashed
 		if b.lastErr == "" {
 			b.lastErr = "the plugin process exited"
@@ -277,7 +278,7 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	}
 	if b.client != nil {
 		b.client.Kill()
-		b.client = nil
+		b.client, b.proc = nil, nil
 	}
 	b.pc = nil
 	if b.started {
@@ -285,18 +286,18 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	}
 	b.started = true
 	b.state = StateStarting
-	pc, desc, client, err := b.start(ctx)
+	pc, desc, client, proc, err := b.start(ctx)
 	if err != nil {
 		b.state, b.lastErr = StateFailed, err.Error()
 		b.rt.log.Error("backend failed to start", "backend", b.id, "path", b.path, "err", err)
 		return nil, nil, fmt.Errorf("backend %s: %w", b.id, err)
 	}
-	b.client, b.pc, b.desc, b.state, b.lastErr = client, pc, desc, StateReady, ""
+	b.client, b.proc, b.pc, b.desc, b.state, b.lastErr = client, proc, pc, desc, StateReady, ""
 	b.rt.log.Info("backend started", "backend", b.id, "version", desc.Version, "pid", b.pid)
 	return pc, desc, nil
 }
 
-func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description, *plugin.Client, error) {
+func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description, *plugin.Client, *procRunner, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	baseEnv := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/", ownerEnv + "=" + b.rt.opts.Owner, hostPidEnv + "=" + strconv.Itoa(os.Getpid())}
@@ -327,9 +328,9 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResultBytes + 64<<10)),
 		},
 	})
-	fail := func(err error) (*pluginapi.Client, *pb.Description, *plugin.Client, error) {
+	fail := func(err error) (*pluginapi.Client, *pb.Description, *plugin.Client, *procRunner, error) {
 		client.Kill()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	rpc, err := client.Client()
 	if err != nil {
@@ -358,7 +359,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: settings, MountPath: b.rt.opts.MountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
-	return pc, desc, client, nil
+	return pc, desc, client, proc, nil
 }
 
 // logWriter turns plugin stderr lines into log records.
@@ -387,7 +388,7 @@ func (b *backend) crashed(pc *pluginapi.Client, reason string) {
 	}
 	if b.client != nil {
 		b.client.Kill()
-		b.client = nil
+		b.client, b.proc = nil, nil
 	}
 	b.state, b.lastErr = StateCrashed, reason
 	b.rt.log.Error("backend crashed", "backend", b.id, "reason", reason)
@@ -411,7 +412,7 @@ func (r *Runtime) Close() {
 			defer b.mu.Unlock()
 			if b.client != nil {
 				b.client.Kill()
-				b.client = nil
+				b.client, b.proc = nil, nil
 			}
 			if b.state == StateReady {
 				b.state = StateNotStarted
