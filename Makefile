@@ -8,13 +8,15 @@ GOFLAGS ?=
 all: build
 
 # The daemon and CLI, and the built-in backends beside it (where the
-# daemon looks for them first).
+# daemon looks for them first). Plugins are static (CGO_ENABLED=0): the
+# container plugin's executable is also each container's init, which must
+# run in any configured rootfs.
 PLUGINS := $(patsubst cmd/plugin-%,%,$(wildcard cmd/plugin-*))
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/computerfs ./cmd/computerfs
-	@for p in $(PLUGINS); do echo "$(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p"; \
-		$(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p || exit 1; done
+	@for p in $(PLUGINS); do echo "CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p"; \
+		CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p || exit 1; done
 
 # Build, then mount the default workspace (~/.local/share/computerfs/default.cfs)
 # at ~/computerfs in the foreground. Ctrl-C unmounts cleanly.

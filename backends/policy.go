@@ -20,10 +20,19 @@ import (
 //	  "default": "shell",
 //	  "backends": {
 //	    "shell":     {"root": "/", "read_only": false, "env": {"LANG": "C.UTF-8"}},
-//	    "container": {"settings": {"network": "none"}},
+//	    "container": {"root": "/project", "settings": {"network": "none", "seccomp": "default"}},
 //	    "js":        {"root": "/scripts", "read_only": true}
 //	  }
 //	}
+//
+// The container backend's settings (see package containerbackend):
+// "network" is "none" (the default: loopback only) or "host" (the host's
+// network namespace); "rootfs" is an absolute directory, or OCI bundle,
+// whose tree replaces the host's userland as the container's read-only
+// root; "seccomp" is "default" (a profile that refuses kernel modules,
+// BPF, keyrings, mount, namespaces and the like) or "off". A backend that
+// needs the workspace mounted sees the policy's root as its mount path
+// and, with read_only, gets "read_only": "true" in its settings.
 type Policy struct {
 	// Default is the backend for execs the rules below do not place.
 	Default  string                   `json:"default,omitempty"`
@@ -33,9 +42,12 @@ type Policy struct {
 // BackendPolicy is what one backend may reach.
 type BackendPolicy struct {
 	// Root is the workspace subtree the backend sees through HostFS ("/"
-	// when empty); nothing above it can be reached.
+	// when empty); nothing above it can be reached. A backend that needs
+	// the mount is given this directory of it as its mount path.
 	Root string `json:"root,omitempty"`
-	// ReadOnly refuses every change through HostFS.
+	// ReadOnly refuses every change through HostFS; it reaches the
+	// backend as the setting "read_only": "true" (the container backend
+	// then mounts the workspace read-only).
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Env is added to every exec's environment (the request's values win).
 	Env map[string]string `json:"env,omitempty"`
@@ -49,15 +61,23 @@ type BackendPolicy struct {
 	Disabled bool `json:"disabled,omitempty"`
 }
 
-// For returns the policy of backend id (the zero policy if none).
+// For returns the policy of backend id (the zero policy if none). Its
+// Settings, which go to the backend's Configure, also carry the policy's
+// restrictions a backend enforces itself: "commands" (comma-separated)
+// when Commands is set, and "read_only": "true" when ReadOnly is.
 func (p Policy) For(id string) BackendPolicy {
 	bp := p.Backends[id]
-	if len(bp.Commands) > 0 {
+	if len(bp.Commands) > 0 || bp.ReadOnly {
 		s := map[string]string{}
 		for k, v := range bp.Settings {
 			s[k] = v
 		}
-		s["commands"] = strings.Join(bp.Commands, ",")
+		if len(bp.Commands) > 0 {
+			s["commands"] = strings.Join(bp.Commands, ",")
+		}
+		if bp.ReadOnly {
+			s["read_only"] = "true"
+		}
 		bp.Settings = s
 	}
 	return bp

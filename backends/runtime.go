@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -354,12 +355,48 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if desc.Id != b.id {
 		return fail(fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
 	}
+	pol := b.rt.opts.Policy.For(b.id)
+	mountPath, err := policyMountPath(b.rt.opts.MountPath, pol.Root)
+	if err != nil {
+		if desc.NeedsMount {
+			return fail(fmt.Errorf("policy root %s: %w", pol.Root, err))
+		}
+		// A backend that works through HostFS gets no mount rather than
+		// more of it than its root; its execs fail on the root there.
+		b.rt.log.Warn("policy root not on the mount", "backend", b.id, "root", pol.Root, "err", err)
+		mountPath = ""
+	}
 	brokerID := pc.ServeHostFS(b.rt.rpc.Register)
-	settings := b.rt.opts.Policy.For(b.id).Settings
-	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: settings, MountPath: b.rt.opts.MountPath, HostfsBrokerId: brokerID}); err != nil {
+	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
 	return pc, desc, client, proc, nil
+}
+
+// policyMountPath is the directory of the mount a backend with policy
+// root root is given: the mount itself for "/" (or no root), else the
+// root's directory in it, symlinks resolved, which must be a directory
+// inside the mount.
+func policyMountPath(mount, root string) (string, error) {
+	clean := path.Clean("/" + root)
+	if mount == "" || clean == "/" {
+		return mount, nil
+	}
+	base, err := filepath.EvalSymlinks(mount)
+	if err != nil {
+		return "", fmt.Errorf("workspace mount: %w", err)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(base, filepath.FromSlash(clean)))
+	if err != nil {
+		return "", fmt.Errorf("not on the workspace mount: %w", err)
+	}
+	if rel, err := filepath.Rel(base, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("resolves to %s, outside the workspace mount %s", dir, base)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return dir, nil
 }
 
 // logWriter turns plugin stderr lines into log records.

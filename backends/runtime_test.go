@@ -688,6 +688,79 @@ func TestPolicyEnvAndDisabled(t *testing.T) {
 	}
 }
 
+// The policy's root and read_only reach Configure: the mount path is the
+// root's directory of the mount, and read_only is a setting.
+func TestPolicyReachesConfigure(t *testing.T) {
+	t.Parallel()
+	mnt, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(mnt, "sub", "deeper"), 0o755)
+	os.Symlink("sub/deeper", filepath.Join(mnt, "inside"))
+	pol := backends.Policy{Backends: map[string]backends.BackendPolicy{
+		"test":       {Root: "/sub", ReadOnly: true, Settings: map[string]string{"network": "host"}},
+		"other":      {Root: "/sub/../inside"},
+		"needsmount": {Root: "sub/deeper/.."},
+		"hostfsonly": {Root: "/wsonly"}, // in the workspace, not on this mount
+		"ro":         {ReadOnly: true, Settings: map[string]string{"read_only": "false"}},
+	}}
+	ids := []string{"test", "other", "needsmount", "hostfsonly", "ro", "plain"}
+	h := newHarness(t, []string{pluginDir(t, ids...)}, func(o *backends.Options) { o.Policy = pol; o.MountPath = mnt })
+	for _, d := range []string{"/sub/deeper/f", "/inside/f", "/wsonly/f"} {
+		writeWS(t, h.ws, d, "x")
+	}
+	for _, tc := range []struct{ id, want string }{
+		{"test", "mount=" + mnt + "/sub\nnetwork=host\nread_only=true\n"},
+		{"other", "mount=" + mnt + "/sub/deeper\n"},
+		{"needsmount", "mount=" + mnt + "/sub\n"},
+		{"hostfsonly", "mount=\n"},
+		{"ro", "mount=" + mnt + "\nread_only=true\n"},
+		{"plain", "mount=" + mnt + "\n"},
+	} {
+		res, out, errOut, err := h.exec(t, &backends.Request{Backend: tc.id, Argv: []string{"configure"}})
+		if err != nil || backends.ExitStatus(res.Exit) != 0 {
+			t.Errorf("%s: %v %v %q", tc.id, err, res, errOut)
+			continue
+		}
+		if out != tc.want {
+			t.Errorf("%s: Configure got\n%s\nwant\n%s", tc.id, out, tc.want)
+		}
+	}
+	if s := pol.Backends["ro"].Settings["read_only"]; s != "false" {
+		t.Errorf("For changed the policy's own settings: read_only=%q", s)
+	}
+}
+
+// A backend that needs the mount does not start with a policy root that
+// is missing, not a directory, or outside the mount.
+func TestPolicyRootRefused(t *testing.T) {
+	t.Parallel()
+	mnt := t.TempDir()
+	os.WriteFile(filepath.Join(mnt, "file"), nil, 0o644)
+	os.Symlink(t.TempDir(), filepath.Join(mnt, "escape"))
+	os.Symlink("..", filepath.Join(mnt, "up"))
+	for _, tc := range []struct{ root, want string }{
+		{"/missing", "not on the workspace mount"},
+		{"/file", "is not a directory"},
+		{"/escape", "outside the workspace mount"},
+		{"/up", "outside the workspace mount"},
+	} {
+		t.Run(tc.root, func(t *testing.T) {
+			t.Parallel()
+			pol := backends.Policy{Backends: map[string]backends.BackendPolicy{"needsmount": {Root: tc.root}}}
+			h := newHarness(t, []string{pluginDir(t, "needsmount")}, func(o *backends.Options) { o.Policy = pol; o.MountPath = mnt })
+			_, _, _, err := h.exec(t, &backends.Request{Backend: "needsmount", Argv: []string{"configure"}})
+			if err == nil || !strings.Contains(err.Error(), "policy root "+tc.root) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("root %s: %v; want an error saying %q", tc.root, err, tc.want)
+			}
+			if s := h.info(t, "needsmount").State; s != backends.StateFailed {
+				t.Errorf("state %s, want failed", s)
+			}
+		})
+	}
+}
+
 // The backend's limits apply within its maximums.
 func TestStructuredInput(t *testing.T) {
 	t.Parallel()
@@ -778,7 +851,10 @@ func TestLoadPolicy(t *testing.T) {
 	if p.Default != "test" || bp.Root != "/sub" || !bp.ReadOnly || bp.Settings["network"] != "none" || bp.Settings["commands"] != "ls,cat" {
 		t.Errorf("policy: %+v, For(test) = %+v", p, bp)
 	}
-	if p.Backends["test"].Settings["commands"] != "" {
+	if bp.Settings["read_only"] != "true" {
+		t.Errorf("For(test) has no read_only setting: %v", bp.Settings)
+	}
+	if p.Backends["test"].Settings["commands"] != "" || p.Backends["test"].Settings["read_only"] != "" {
 		t.Errorf("For modified the policy's own settings: %v", p.Backends["test"].Settings)
 	}
 	if z := p.For("nope"); z.Root != "" || z.ReadOnly || z.Settings != nil {

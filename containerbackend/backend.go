@@ -1,6 +1,7 @@
 package containerbackend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Version is the container backend's version.
@@ -45,16 +48,77 @@ const idPrefix = "cfs-"
 type Backend struct {
 	// Runc is the runc binary; empty: "runc" from PATH.
 	Runc string
-	// StateDir replaces DefaultStateDir (tests).
+	// StateDir replaces DefaultStateDir (tests, benchmarks).
 	StateDir string
+	// ExtraBinds are host directories every container sees read-only at
+	// the same path (the benchmarks' inputs). Plugins started by the
+	// daemon have none: what a container reaches is the policy's.
+	ExtraBinds []string
+	// Init is a binary that serves as each container's PID 1 when started
+	// with InitArg (see RunInit): the plugin's own executable. Empty, the
+	// command is PID 1 itself: a plain sleep then ignores the timeout's
+	// SIGTERM, and a plugin killed with SIGKILL leaves its containers'
+	// processes running until the next start sweeps them.
+	Init string
 
-	mountPath string
+	set       settings
+	init      string // Init, if it can run in the rootfs
+	mountPath string // canonical: the workspace (or its policy root)
 	runcRoot  string
 	bundles   string
 	rootfs    string
 	binds     []string
+	path      string // PATH when the exec sets none
+	seccomp   *specs.LinuxSeccomp
 	v2        bool
 	seq       atomic.Uint64
+}
+
+// settings are the policy's settings for the backend (Config.Settings).
+type settings struct {
+	hostNetwork bool   // "network": "host"
+	userland    string // "rootfs": the configured root, "" for the host's
+	noSeccomp   bool   // "seccomp": "off"
+	readOnly    bool   // "read_only": "true" (from the policy's read_only)
+}
+
+// parseSettings checks every setting; an unknown key is an error, so a
+// misspelt restriction is not silently dropped.
+func parseSettings(s map[string]string) (settings, error) {
+	var st settings
+	for k, v := range s {
+		switch k {
+		case "network":
+			switch v {
+			case "", "none":
+			case "host":
+				st.hostNetwork = true
+			default:
+				return st, fmt.Errorf(`setting "network": %q is neither "none" (the default: loopback only) nor "host"`, v)
+			}
+		case "seccomp":
+			switch v {
+			case "", "default":
+			case "off":
+				st.noSeccomp = true
+			default:
+				return st, fmt.Errorf(`setting "seccomp": %q is neither "default" nor "off"`, v)
+			}
+		case "read_only":
+			ro, err := strconv.ParseBool(v)
+			if err != nil {
+				return st, fmt.Errorf(`setting "read_only": %q is neither "true" nor "false"`, v)
+			}
+			st.readOnly = ro
+		case "rootfs":
+			st.userland = v
+		case "commands":
+			return st, errors.New(`the container backend cannot limit commands: the policy's "commands" is for the shell backend`)
+		default:
+			return st, fmt.Errorf(`unknown setting %q (the container backend knows "network", "rootfs", "seccomp" and "read_only")`, k)
+		}
+	}
+	return st, nil
 }
 
 var _ pluginapi.Backend = (*Backend)(nil)
@@ -66,7 +130,8 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 		Version: Version,
 		Description: "Runs real binaries (git, make, compilers, python, node if installed on the host) in a runc " +
 			"container: the host's /usr and /etc read-only, the workspace read-write at /workspace (the default " +
-			"directory), a private /tmp, no network. Starting a container costs tens of milliseconds; use the shell " +
+			"directory), a private /tmp, no network (unless the policy configures another userland, the host's " +
+			"network or a read-only workspace). Starting a container costs tens of milliseconds; use the shell " +
 			"backend for plain file inspection and text processing.",
 		Accepts:  []string{"script", "argv"},
 		Features: []string{"stdin", "signals", "oom"},
@@ -82,11 +147,27 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 }
 
 func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
+	set, err := parseSettings(cfg.Settings)
+	if err != nil {
+		return err
+	}
 	if cfg.MountPath == "" {
 		return errors.New("the container backend needs the workspace mounted (no mount path)")
 	}
 	if fi, err := os.Stat(cfg.MountPath); err != nil || !fi.IsDir() {
 		return fmt.Errorf("workspace mount %s: not a directory (%v)", cfg.MountPath, err)
+	}
+	// Canonical, so that each exec can check that it still resolves to
+	// itself (see checkWorkspace).
+	mountPath, err := filepath.EvalSymlinks(cfg.MountPath)
+	if err != nil {
+		return fmt.Errorf("workspace mount %s: %w", cfg.MountPath, err)
+	}
+	var ul *userland
+	if set.userland != "" {
+		if ul, err = loadUserland(set.userland); err != nil {
+			return fmt.Errorf(`setting "rootfs": %w`, err)
+		}
 	}
 	if b.Runc == "" {
 		p, err := exec.LookPath("runc")
@@ -106,10 +187,19 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 	if err := CgroupsAvailable(); err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
+	b.seccomp = nil
+	if !set.noSeccomp {
+		archs, err := runcSeccomp(b.Runc)
+		if err != nil {
+			return fmt.Errorf(`seccomp: %v; set "seccomp": "off" in the policy's settings to run without it`, err)
+		}
+		b.seccomp = seccompProfile(archs)
+	}
 	if b.StateDir == "" {
 		b.StateDir = DefaultStateDir
 	}
-	b.mountPath = cfg.MountPath
+	b.set = set
+	b.mountPath = mountPath
 	b.runcRoot = filepath.Join(b.StateDir, "runc")
 	b.bundles = filepath.Join(b.StateDir, "bundles")
 	b.v2 = cgroupV2()
@@ -119,12 +209,28 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 		}
 	}
 	b.sweep()
+	if ul != nil {
+		// Runc creates missing mount points in the root, before making
+		// it read-only: they are made here, where a failure is clear.
+		if err := ul.mountPoints(b.ExtraBinds); err != nil {
+			return fmt.Errorf(`setting "rootfs": %w`, err)
+		}
+		b.rootfs, b.binds, b.path = ul.root, nil, ul.path
+		b.init = b.Init
+		if b.Init != "" && !runsIn(b.Init, ul.root) {
+			// A dynamically linked init cannot start in a root without
+			// its loader: run without one rather than fail every exec.
+			b.init = ""
+		}
+		return nil
+	}
+	b.init = b.Init
 	b.rootfs = filepath.Join(b.StateDir, fmt.Sprintf("rootfs-%d", os.Getpid()))
 	binds, err := makeRootfs(b.rootfs)
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
-	b.binds = binds
+	b.binds, b.path = binds, defaultPath
 	return nil
 }
 
@@ -139,7 +245,19 @@ func ownerAlive(pidText string) bool {
 	if err != nil || pid == os.Getpid() {
 		return false
 	}
-	return syscall.Kill(pid, 0) == nil
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie is dead: a plugin killed with its daemon waits to be reaped
+	// by whatever adopted it, which may take its time.
+	stat, err := os.ReadFile("/proc/" + pidText + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	return true
 }
 
 func idOwner(id string) string {
@@ -217,6 +335,9 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	if err != nil {
 		return &pb.Exit{ExitCode: 2, Reason: err.Error()}, nil
 	}
+	if err := checkWorkspace(b.mountPath); err != nil {
+		return nil, err
+	}
 	cwd := path.Clean("/" + st.Cwd)
 	if fi, err := os.Stat(filepath.Join(b.mountPath, filepath.FromSlash(cwd))); err != nil || !fi.IsDir() {
 		fmt.Fprintf(x.Stderr, "cd: %s: No such directory\n", cwd)
@@ -233,9 +354,15 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	bundle := filepath.Join(b.bundles, id)
 	cg := &execCgroup{v2: b.v2, rel: filepath.Join(cgroupParent, id), efd: -1, ofd: -1}
 	p := specParams{
-		rootfs: b.rootfs, binds: b.binds, workspace: b.mountPath, args: args, env: st.Env,
-		cwd:     path.Join("/workspace", cwd),
-		maxPids: orDefault(lim.MaxPids, DefaultMaxPids), cpuMillis: orDefault(lim.CpuMillis, DefaultCPUMillis),
+		rootfs: b.rootfs, binds: b.binds, extraBinds: b.ExtraBinds, args: args, env: st.Env,
+		workspace:   b.mountPath,
+		init:        b.init,
+		workspaceRO: b.set.readOnly,
+		hostNetwork: b.set.hostNetwork,
+		seccomp:     b.seccomp,
+		defaultPath: b.path,
+		cwd:         path.Join("/workspace", cwd),
+		maxPids:     orDefault(lim.MaxPids, DefaultMaxPids), cpuMillis: orDefault(lim.CpuMillis, DefaultCPUMillis),
 		cgroupsPath: "/" + cg.rel + "/ctr",
 	}
 	if b.v2 {
@@ -262,6 +389,8 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	}
 
 	cmd := exec.Command(b.Runc, "--root", b.runcRoot, "run", "--bundle", bundle, id)
+	// runc dies with the plugin, and the container's init with runc.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = x.Stdout, x.Stderr
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
@@ -288,7 +417,14 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		mu.Lock()
 		lastSig = sig
 		mu.Unlock()
-		err := exec.Command(b.Runc, "--root", b.runcRoot, "kill", "--all", id, strconv.Itoa(int(sig))).Run()
+		// An init forwards signals to the command's process group, as a
+		// terminal would; without one, or for SIGKILL, every process gets
+		// the signal.
+		killArgs := []string{"--root", b.runcRoot, "kill", "--all", id, strconv.Itoa(int(sig))}
+		if b.init != "" && sig != syscall.SIGKILL {
+			killArgs = slices.Delete(killArgs, 3, 4)
+		}
+		err := exec.Command(b.Runc, killArgs...).Run()
 		if err != nil && sig == syscall.SIGKILL {
 			// Not created yet, or runc is stuck: end runc itself; the
 			// deferred delete removes the container.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,16 @@ var testEnv = map[string]string{"PATH": defaultPath, "HOME": "/tmp", "LANG": "C.
 // newBackend configures a backend on a temp workspace, or skips.
 func newBackend(t *testing.T) (*Backend, string) {
 	t.Helper()
+	return newBackendWith(t, nil, nil)
+}
+
+// testStateDir is shared by the tests of every test binary: checkClean
+// counts only what this process made.
+var testStateDir = filepath.Join("/run", "computerfs-container-test")
+
+// skipUnlessRunc skips a test where the backend cannot run.
+func skipUnlessRunc(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the container backend needs root")
 	}
@@ -51,30 +62,63 @@ func newBackend(t *testing.T) (*Backend, string) {
 	if err := CgroupsAvailable(); err != nil {
 		t.Skipf("cgroups unavailable: %v", err)
 	}
+}
+
+// newBackendWith configures a backend with the policy's settings (mod,
+// if set, changes it before Configure) on a temp workspace, or skips.
+func newBackendWith(t *testing.T, settings map[string]string, mod func(*Backend)) (*Backend, string) {
+	t.Helper()
+	skipUnlessRunc(t)
 	ws := t.TempDir()
-	b := &Backend{StateDir: filepath.Join("/run", "computerfs-container-test")}
-	if err := b.Configure(context.Background(), &pluginapi.Config{MountPath: ws}); err != nil {
-		t.Fatalf("Configure: %v", err)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test binary serves as the init, like the plugin's does (TestMain).
+	b := &Backend{StateDir: testStateDir, Init: self}
+	if mod != nil {
+		mod(b)
+	}
+	if err := b.Configure(context.Background(), &pluginapi.Config{MountPath: ws, Settings: settings}); err != nil {
+		t.Fatalf("Configure %v: %v", settings, err)
 	}
 	t.Cleanup(func() { checkClean(t, b) })
 	return b, ws
 }
 
 // checkClean fails if a container, bundle or cgroup of ours is left.
+// Other test binaries (another checkout, cmd/computerfs, bench) may run
+// containers under the same state directory at the same time: only the
+// entries whose owner pid is this process count.
 func checkClean(t *testing.T, b *Backend) {
 	t.Helper()
+	me := strconv.Itoa(os.Getpid())
+	ours := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if strings.HasPrefix(n, idPrefix) && idOwner(n) == me {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
 	out, err := exec.Command(b.Runc, "--root", b.runcRoot, "list", "-q").Output()
 	if err != nil {
 		t.Errorf("runc list: %v", err)
 	}
-	if s := strings.TrimSpace(string(out)); s != "" {
-		t.Errorf("containers left: %s", s)
+	if left := ours(strings.Fields(string(out))); len(left) > 0 {
+		t.Errorf("containers left: %v", left)
 	}
-	if ents, _ := os.ReadDir(b.bundles); len(ents) > 0 {
-		t.Errorf("bundles left: %d", len(ents))
+	var bundles []string
+	ents, _ := os.ReadDir(b.bundles)
+	for _, e := range ents {
+		bundles = append(bundles, e.Name())
 	}
-	if ids := leftoverCgroups(); len(ids) > 0 {
-		t.Errorf("cgroups left: %v", ids)
+	if left := ours(bundles); len(left) > 0 {
+		t.Errorf("bundles left: %v", left)
+	}
+	if left := ours(leftoverCgroups()); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
 	}
 }
 
@@ -221,18 +265,43 @@ func TestReadOnlyRoot(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) {
+	MaybeRunInit()
+	os.Exit(m.Run())
+}
+
 func TestTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		noInit   bool
+		sig      syscall.Signal
+		atLeast  time.Duration
+		atMost   time.Duration
+		exitCode int32
+	}{
+		// The init passes SIGTERM to the command, which ends at once.
+		{name: "init", sig: syscall.SIGTERM, atMost: 300*time.Millisecond + KillGrace - 500*time.Millisecond, exitCode: 128 + 15},
+		// PID 1 without a handler ignores SIGTERM: SIGKILL after the grace.
+		{name: "no init", noInit: true, sig: syscall.SIGKILL, atLeast: KillGrace, atMost: 300*time.Millisecond + KillGrace + 3*time.Second, exitCode: 128 + 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := newBackendWith(t, nil, func(b *Backend) {
+				if tc.noInit {
+					b.Init = ""
+				}
+			})
+			r := run(t, b, "echo start; exec sleep 60", &pb.Limits{TimeoutMs: 300}, "", nil)
+			if !r.exit.TimedOut || r.exit.ExitCode != tc.exitCode || r.exit.Signal != int32(tc.sig) || r.stdout != "start\n" {
+				t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
+			}
+			if r.elapsed < tc.atLeast || r.elapsed > tc.atMost {
+				t.Fatalf("took %v, want between %v and %v", r.elapsed, tc.atLeast, tc.atMost)
+			}
+		})
+	}
 	b, _ := newBackend(t)
-	r := run(t, b, "echo start; sleep 60", &pb.Limits{TimeoutMs: 300}, "", nil)
-	if !r.exit.TimedOut || r.exit.ExitCode == 0 || r.stdout != "start\n" {
-		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
-	}
-	if r.elapsed > 300*time.Millisecond+KillGrace+3*time.Second {
-		t.Fatalf("took %v", r.elapsed)
-	}
-	t.Logf("timeout exit: %v in %v", r.exit, r.elapsed)
 	// A process that handles SIGTERM ends at once.
-	r = run(t, b, "trap 'echo term; exit 5' TERM; sleep 60 & wait", &pb.Limits{TimeoutMs: 300}, "", nil)
+	r := run(t, b, "trap 'echo term; exit 5' TERM; sleep 60 & wait", &pb.Limits{TimeoutMs: 300}, "", nil)
 	if !r.exit.TimedOut || r.exit.ExitCode != 5 || r.stdout != "term\n" || r.elapsed > 2*time.Second {
 		t.Fatalf("%v %q %q %v", r.exit, r.stdout, r.stderr, r.elapsed)
 	}
@@ -275,11 +344,20 @@ func TestCancel(t *testing.T) {
 
 func TestPidsLimit(t *testing.T) {
 	b, _ := newBackend(t)
-	r := run(t, b, "for i in $(seq 200); do sleep 30 & done; echo looped", &pb.Limits{MaxPids: 64, TimeoutMs: 1500}, "", nil)
+	// A real fork bomb: forks fail once the cgroup holds 64 tasks, and the
+	// timeout ends what is left.
+	r := run(t, b, "bomb() { bomb | bomb & }; bomb; sleep 30", &pb.Limits{MaxPids: 64, TimeoutMs: 1500}, "", nil)
 	if !strings.Contains(r.stderr, "Resource temporarily unavailable") {
 		t.Fatalf("no fork failure: %v %q %q", r.exit, r.stdout, r.stderr[:min(len(r.stderr), 500)])
 	}
+	if r.elapsed > 1500*time.Millisecond+KillGrace+3*time.Second {
+		t.Fatalf("the fork bomb ran %v", r.elapsed)
+	}
 	t.Logf("pids: %v after %v", r.exit, r.elapsed)
+	// And the next exec runs normally.
+	if r := run(t, b, "echo fine", nil, "", nil); r.exit.ExitCode != 0 || r.stdout != "fine\n" {
+		t.Fatalf("after the fork bomb: %v %q %q", r.exit, r.stdout, r.stderr)
+	}
 }
 
 func TestOOM(t *testing.T) {
@@ -326,6 +404,7 @@ func TestSweep(t *testing.T) {
 	os.MkdirAll(bundle, 0o700)
 	os.MkdirAll(filepath.Join(cgroupMount, "pids", cgroupParent, id), 0o755)
 	b2 := &Backend{StateDir: b.StateDir}
+	t.Cleanup(func() { os.RemoveAll(bundle) })
 	if err := b2.Configure(context.Background(), &pluginapi.Config{MountPath: b.mountPath}); err != nil {
 		t.Fatal(err)
 	}

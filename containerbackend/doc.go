@@ -5,8 +5,52 @@
 // mount (Config.MountPath) bind-mounted read-write at /workspace, a
 // private tmpfs /tmp, /proc and a minimal /dev. The container has its own
 // pid, mount, ipc, uts and network namespaces (loopback only), runc's
-// default capabilities, noNewPrivileges, and cgroup limits on memory,
-// pids and CPU.
+// default capabilities, noNewPrivileges, a seccomp filter, and cgroup
+// limits on memory, pids and CPU.
+//
+// # Settings
+//
+// The policy's settings for the backend (policy.json:
+// {"backends": {"container": {"settings": {...}}}}) arrive in Configure;
+// an unknown key or value is a Configure error, so the plugin does not
+// start.
+//
+//   - "network": "none" (the default) gives each container a network
+//     namespace of its own with loopback only. "host" leaves it in the
+//     host's: it reaches what the host reaches, its 127.0.0.1 included,
+//     and can listen on the host's ports (below 1024 too: it keeps
+//     CAP_NET_BIND_SERVICE) and reach the host's abstract unix sockets.
+//   - "rootfs": an absolute path to an existing directory that becomes the
+//     container's read-only root in place of the host's userland binds.
+//     If it is an OCI bundle (config.json and a rootfs/ directory), its
+//     rootfs/ is the root, and the PATH of its config's process.env, if
+//     any, is the default PATH; nothing else of the bundle's config is
+//     applied. /workspace, /tmp, /proc and /dev are mounted as always:
+//     runc would create missing mount points in the directory itself (it
+//     makes the root read-only only after its mounts), so Configure makes
+//     them, and fails if it cannot or if a file or symlink is in their
+//     place. Scripts (kind "script") need /bin/bash in that root; argv
+//     execs need only their program.
+//   - "seccomp": "default" (the default) installs a profile that allows
+//     every system call but those a workload never needs, which fail with
+//     EPERM: loading kernel code (kexec_*, *_module), bpf,
+//     perf_event_open, the keyrings (keyctl, add_key, request_key),
+//     open_by_handle_at, reboot, swap, acct, setting the clocks, syslog,
+//     iopl/ioperm, quotactl, userfaultfd, mount and the new mount API,
+//     pivot_root, and namespaces (unshare, setns, and clone with a
+//     CLONE_NEW* flag); clone3 fails with ENOSYS so that libc falls back
+//     to clone, whose flags the filter can see. personality stays
+//     allowed. It covers the host's compat ABIs too (x86 and x32 on
+//     x86_64, arm on arm64). If runc cannot filter (`runc features` says
+//     so, or runc predates it), Configure fails and says to set "off".
+//     "off" installs none.
+//   - "read_only": "true" mounts /workspace read-only. The runtime sets it
+//     from the policy's read_only; the policy's root arrives as the mount
+//     path itself (the root's directory of the mount). A policy root is a
+//     path below the FUSE mount, which the workspace's users can change:
+//     each exec checks that the path still resolves to itself (no symlink
+//     swapped in) before it starts runc, which resolves it again tens of
+//     milliseconds later.
 //
 // The backend drives the runc binary (Debian's runc package) with
 // os/exec: `runc run --bundle DIR ID` in the foreground, with the
@@ -29,6 +73,17 @@
 // memory.oom_control; on cgroup v2 the limit is in the spec and the
 // parent's memory.events (hierarchical) is read. The parent is removed
 // after `runc delete`.
+//
+// Init: each container's PID 1 is the plugin's own executable (built
+// static), bind-mounted read-only at /dev/.computerfs-init and started
+// with InitArg (RunInit). It sets a parent-death signal, runs the command
+// in its own process group, forwards SIGTERM, SIGINT and the like to that
+// group, reaps orphans and exits with the command's status. runc itself
+// runs with a parent-death signal too, so a plugin killed with SIGKILL,
+// or its daemon, takes its containers' processes with it at once; what
+// is left on disk (runc state, bundle, cgroups) is swept by the next
+// plugin start. A plain `sleep` as PID 1 would ignore the timeout's
+// SIGTERM and wait out the grace period.
 //
 // State lives under /run/computerfs-container (runc's --root, bundles and
 // the per-process rootfs), never on the FUSE mount. At start the backend

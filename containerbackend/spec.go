@@ -1,10 +1,13 @@
 package containerbackend
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -57,11 +60,114 @@ func makeRootfs(dir string) (binds []string, err error) {
 	return binds, nil
 }
 
+// userland is a configured root ("rootfs" setting): a directory, or an
+// OCI bundle (config.json and rootfs/).
+type userland struct {
+	root string // the directory that becomes /
+	path string // PATH when the exec sets none
+}
+
+// loadUserland checks the "rootfs" setting: an absolute path to an
+// existing directory. A bundle's config.json gives the default PATH.
+func loadUserland(dir string) (*userland, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("%q is not an absolute path", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	u := &userland{root: real, path: defaultPath}
+	cfg := filepath.Join(real, "config.json")
+	if fi, err := os.Stat(filepath.Join(real, "rootfs")); err != nil || !fi.IsDir() {
+		return u, nil
+	}
+	js, err := os.ReadFile(cfg)
+	if errors.Is(err, os.ErrNotExist) {
+		return u, nil // a plain root that happens to have a rootfs directory
+	}
+	if err != nil {
+		return nil, err
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(js, &spec); err != nil {
+		return nil, fmt.Errorf("OCI bundle %s: %w", cfg, err)
+	}
+	u.root = filepath.Join(real, "rootfs")
+	// The bundle's own root.path is not followed: a bundle's rootfs is
+	// rootfs/ by convention, and the rest of its config is not ours to
+	// apply (its mounts, namespaces and capabilities are the policy's).
+	if spec.Process != nil {
+		for _, kv := range spec.Process.Env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				u.path = v
+			}
+		}
+	}
+	return u, nil
+}
+
+// mountPoints makes the directories the container's mounts need in the
+// root. Runc would create missing ones itself, in the configured
+// directory on the host, before it makes the root read-only; doing it
+// here turns a root where they cannot exist (a file in their place, a
+// read-only file system) into a clear Configure error.
+func (u *userland) mountPoints(extra []string) error {
+	for _, d := range append(append([]string(nil), emptyDirs...), extra...) {
+		p := filepath.Join(u.root, d)
+		fi, err := os.Lstat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			// A symlink too: runc would resolve it inside the root, and
+			// a mount point is no place for that.
+			return fmt.Errorf("mount point %s in %s: not a directory (a file or symlink is in its place)", d, u.root)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("mount point %s in %s cannot be made: %w", d, u.root, err)
+		}
+	}
+	return nil
+}
+
+// checkWorkspace checks, before each exec, that the workspace directory
+// (the mount, or the policy root below it) still resolves to itself: a
+// directory on the path below the mount could have been swapped for a
+// symlink to anywhere on the host since Configure, and runc follows
+// symlinks in a mount's source. runc resolves the path again when it
+// mounts it, tens of milliseconds later; that window is left. Closing it
+// needs the bind made from a file descriptor opened here (open_tree and
+// move_mount in the container's mount namespace), which runc 1.1 cannot
+// be asked to do, or a bind mount of our own on the host.
+func checkWorkspace(dir string) error {
+	got, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if got != dir {
+		return fmt.Errorf("workspace %s now resolves to %s (a symlink in its path): refused", dir, got)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workspace %s: not a directory", dir)
+	}
+	return nil
+}
+
 // specParams is what varies between execs.
 type specParams struct {
 	rootfs      string
 	binds       []string
-	workspace   string // host path bind-mounted at /workspace
+	extraBinds  []string // read-only, after the workspace
+	workspace   string   // host path bind-mounted at /workspace
+	workspaceRO bool
+	init        string              // host path of the init binary; "": none
+	hostNetwork bool                // no network namespace
+	seccomp     *specs.LinuxSeccomp // nil: none
+	defaultPath string              // PATH when env has none ("": defaultPath)
 	args        []string
 	env         map[string]string
 	cwd         string // in the container
@@ -79,22 +185,38 @@ func makeSpec(p specParams) *specs.Spec {
 		env = append(env, k+"="+v)
 	}
 	if _, ok := p.env["PATH"]; !ok {
-		env = append(env, "PATH="+defaultPath)
+		pathEnv := p.defaultPath
+		if pathEnv == "" {
+			pathEnv = defaultPath
+		}
+		env = append(env, "PATH="+pathEnv)
 	}
 	sort.Strings(env)
+	rw := "rw"
+	if p.workspaceRO {
+		rw = "ro"
+	}
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
 		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 	}
+	args := p.args
+	if p.init != "" {
+		mounts = append(mounts, specs.Mount{Destination: initPath, Type: "bind", Source: p.init, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+		args = append([]string{initPath, InitArg, "--"}, args...)
+	}
 	for _, d := range p.binds {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
 	}
 	mounts = append(mounts,
 		specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}},
-		specs.Mount{Destination: "/workspace", Type: "bind", Source: p.workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+		specs.Mount{Destination: "/workspace", Type: "bind", Source: p.workspace, Options: []string{"rbind", rw, "nosuid", "nodev"}},
 	)
+	for _, d := range p.extraBinds {
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+	}
 	period := uint64(100_000)
 	quota := p.cpuMillis * int64(period) / 1000
 	maxPids := p.maxPids
@@ -107,12 +229,18 @@ func makeSpec(p specParams) *specs.Spec {
 		mem := p.memoryBytes
 		res.Memory = &specs.LinuxMemory{Limit: &mem}
 	}
+	namespaces := []specs.LinuxNamespace{{Type: specs.PIDNamespace}}
+	if !p.hostNetwork {
+		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	}
+	namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.IPCNamespace},
+		specs.LinuxNamespace{Type: specs.UTSNamespace}, specs.LinuxNamespace{Type: specs.MountNamespace})
 	return &specs.Spec{
 		Version: "1.0.2",
 		Process: &specs.Process{
 			Terminal: false,
 			User:     specs.User{UID: 0, GID: 0},
-			Args:     p.args,
+			Args:     args,
 			Env:      env,
 			Cwd:      p.cwd,
 			Capabilities: &specs.LinuxCapabilities{
@@ -125,10 +253,8 @@ func makeSpec(p specParams) *specs.Spec {
 		Hostname: "computerfs",
 		Mounts:   mounts,
 		Linux: &specs.Linux{
-			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
-				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
-			},
+			Namespaces:  namespaces,
+			Seccomp:     p.seccomp,
 			Resources:   res,
 			CgroupsPath: p.cgroupsPath,
 			MaskedPaths: []string{

@@ -32,7 +32,12 @@ import (
 // set to home and any COMPUTERFS_WORKSPACE of ours dropped. It does not
 // touch t, so goroutines may call it.
 func runCfs(home, stdin string, env []string, args ...string) (result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runCfsWithin(time.Minute, home, stdin, env, args...)
+}
+
+// runCfsWithin is runCfs with another time limit than a minute.
+func runCfsWithin(limit time.Duration, home, stdin string, env []string, args ...string) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cfsBin, args...)
 	for _, kv := range os.Environ() {

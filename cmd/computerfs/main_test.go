@@ -46,6 +46,17 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// The container plugin goes elsewhere: beside the binary it would take
+	// every command the shell cannot run, in every test.
+	containerPluginBin = filepath.Join(dir, "extra", "computerfs-plugin-container")
+	build = exec.Command("go", "build", "-o", containerPluginBin, "../plugin-container")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make builds it: it is also the containers' init
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building computerfs-plugin-container:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -45,6 +45,9 @@ type server struct {
 	pb.UnimplementedBackendServer
 	broker *plugin.GRPCBroker
 	hostfs pb.WorkspaceClient
+	// What Configure received, for the "configure" command.
+	mountPath string
+	settings  map[string]string
 }
 
 // ID is taken from the executable's name, so that one binary can be
@@ -65,6 +68,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.Description
 		Id: id(), Name: "test", Version: "0", Description: "misbehaves on request",
 		Accepts:       []string{"argv"},
 		DefaultLimits: &pb.Limits{TimeoutMs: 10000, OutputBytes: 1 << 20},
+		NeedsMount:    id() == "needsmount",
 	}, nil
 }
 
@@ -76,6 +80,7 @@ func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.C
 		}
 		s.hostfs = pb.NewWorkspaceClient(conn)
 	}
+	s.mountPath, s.settings = req.MountPath, req.Settings
 	return &pb.ConfigureResponse{}, nil
 }
 
@@ -125,6 +130,15 @@ func (s *server) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutpu
 			keys = append(keys, k+"="+v)
 		}
 		stream.Send(out([]byte(strings.Join(sorted(keys), "\n") + "\n")))
+		return stream.Send(exit(0))
+	case "configure": // what Configure received: mount=PATH, then the settings
+		lines := []string{"mount=" + s.mountPath}
+		var kv []string
+		for k, v := range s.settings {
+			kv = append(kv, k+"="+v)
+		}
+		lines = append(lines, sorted(kv)...)
+		stream.Send(out([]byte(strings.Join(lines, "\n") + "\n")))
 		return stream.Send(exit(0))
 	case "procenv": // the plugin process's own environment
 		stream.Send(out([]byte(strings.Join(sorted(os.Environ()), "\n") + "\n")))
