@@ -479,10 +479,10 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				exit.Reason = "cancelled"
 			}
 			if o.overflow {
+				// The host's cut is why the command ended, whatever the
+				// backend says of the kill it was sent ("cancelled").
 				exit.Truncated = true
-				if exit.Reason == "" || o.err != nil {
-					exit.Reason = fmt.Sprintf("output went past the limit of %d bytes", limits.OutputBytes)
-				}
+				exit.Reason = fmt.Sprintf("output went past the limit of %d bytes", limits.OutputBytes)
 			}
 			exit.DurationNs = int64(time.Since(t0))
 			return exit, o.result

@@ -227,6 +227,28 @@ func TestContainerThroughDaemon(t *testing.T) {
 		}
 	})
 
+	t.Run("limits", func(t *testing.T) {
+		// Output past the cap ends the container.
+		r := run(t, "", "-b", "container", "--output-limit", "1M", "--", "yes")
+		if r.code == 0 || len(r.stdout) != 1<<20 || !strings.Contains(r.stderr, "limit") {
+			t.Errorf("output past the cap: exit %d, %d bytes, %s", r.code, len(r.stdout), r.stderr)
+		}
+		r = run(t, "", "-b", "container", "--timeout", "300ms", "--", "echo start; exec sleep 60")
+		if r.code != 128+15 || r.stdout != "start\n" || !strings.Contains(r.stderr, "time") || r.took > 10*time.Second {
+			t.Errorf("a sleep past the timeout: %v", r)
+		}
+		// No network: only loopback.
+		r = run(t, "", "-b", "container", "--", "exec 3<>/dev/tcp/1.1.1.1/53 && echo connected")
+		if r.code == 0 || strings.Contains(r.stdout, "connected") {
+			t.Errorf("a connection out of a container without network: %v", r)
+		}
+		// A read-only root: writes outside /workspace and /tmp fail.
+		r = run(t, "", "-b", "container", "--", "touch /etc/x /usr/x /x 2>&1; echo > /tmp/ok && echo tmp ok")
+		if strings.Count(r.stdout, "Read-only file system") != 3 || !strings.Contains(r.stdout, "tmp ok") {
+			t.Errorf("writes outside the workspace: %v", r)
+		}
+	})
+
 	t.Run("kill -9 of the plugin mid-exec", func(t *testing.T) {
 		// A unique argument to find the container's process by.
 		const marker = "31.4159"
