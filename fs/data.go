@@ -530,6 +530,7 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		if piece == int(cs) && len(trimZeros(data[written:written+piece])) == 0 {
 			// A whole chunk of zeros is a hole: no buffer, no hashing.
 			f.holeSlotLocked(n, idx)
+			n.version = f.bump() // mu may be released before the touch below
 			written += piece
 			if end := uint64(pos) + uint64(piece); end > n.attr.Size {
 				n.attr.Size = end
@@ -571,6 +572,7 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		}
 		s.write(inChunk, data[written:written+piece])
 		s.gen = f.bump()
+		n.version = s.gen // mu may be released before the touch below
 		written += piece
 		if end := uint64(pos) + uint64(piece); end > n.attr.Size {
 			n.attr.Size = end

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"errors"
 	"sort"
 	"strings"
 	"syscall"
@@ -275,6 +276,42 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 // whole file: readers see the old content or the new, never a mix, and
 // the journal records one create or write of the name.
 func (f *FS) Replace(c Caller, ino, parent Ino, name string, noReplace bool) (Attr, error) {
+	return f.replace(c, ino, parent, name, noReplace, nil)
+}
+
+// ErrChanged is ReplaceIf's error when the name no longer names the
+// inode expected, or that inode changed since its version was taken.
+var ErrChanged = errors.New("changed since its version was taken")
+
+// ReplaceIf is Replace of an existing name that succeeds only while the
+// name still names old and old is at version (from OpenVersion): a
+// compare-and-swap against every door, the kernel's included. Otherwise
+// it changes nothing and returns ErrChanged.
+func (f *FS) ReplaceIf(c Caller, ino, parent Ino, name string, old Ino, version uint64) (Attr, error) {
+	return f.replace(c, ino, parent, name, false, &expectation{ino: old, version: version})
+}
+
+// expectation is what ReplaceIf requires of the name it replaces.
+type expectation struct {
+	ino     Ino
+	version uint64
+}
+
+// OpenVersion is Open, and also returns the inode's version: while the
+// inode is open, the version changes with every change to it (data,
+// size, attributes, links) and with nothing else.
+func (f *FS) OpenVersion(ino Ino) (Attr, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		return Attr{}, 0, err
+	}
+	n.opens++
+	return n.attr, n.version, nil
+}
+
+func (f *FS) replace(c Caller, ino, parent Ino, name string, noReplace bool, want *expectation) (Attr, error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -300,6 +337,9 @@ func (f *FS) Replace(c Caller, ino, parent Ino, name string, noReplace bool) (At
 	if err != nil {
 		return Attr{}, err
 	}
+	if want != nil && (!exists || old.Ino != want.ino) {
+		return Attr{}, ErrChanged
+	}
 	if exists {
 		if noReplace {
 			return Attr{}, syscall.EEXIST
@@ -309,6 +349,9 @@ func (f *FS) Replace(c Caller, ino, parent Ino, name string, noReplace bool) (At
 			return Attr{}, err
 		}
 		defer f.maybeForgetLocked(on)
+		if want != nil && on.version != want.version {
+			return Attr{}, ErrChanged
+		}
 		if on.attr.IsDir() {
 			return Attr{}, syscall.EISDIR
 		}

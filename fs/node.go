@@ -14,6 +14,11 @@ type node struct {
 	target string // symlink target
 
 	attrGen uint64 // gen of the last uncommitted attribute change, 0 if clean
+	// version changes with every change to the inode (data, size,
+	// attributes): the gen of the last one, or a fresh gen when the node
+	// was loaded, so that a node dropped and reloaded never matches a
+	// version taken before (see OpenVersion, ReplaceIf).
+	version uint64
 
 	lookups uint64 // kernel references (FUSE lookup count)
 	opens   int    // open handles
@@ -82,7 +87,7 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 			f.log.Error("corrupt inode record", "ino", ino, "err", err)
 			return syscall.EIO
 		}
-		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc}
+		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
 		n.orphan = a.Nlink == 0 && !a.IsDir()
 		return nil
 	})
@@ -96,6 +101,7 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 // markDirtyLocked records an attribute change of n.
 func (f *FS) markDirtyLocked(n *node) {
 	n.attrGen = f.bump()
+	n.version = n.attrGen
 	f.dirty[n.attr.Ino] = n
 }
 

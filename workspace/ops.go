@@ -420,10 +420,22 @@ func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions,
 			return WriteResult{}, pathErr(op, p, fmt.Errorf("not a regular file: %w", syscall.EINVAL))
 		}
 	}
+	// version is the checked file's, while it is held open: the final
+	// replace happens only if nothing, through any door, changed it since.
+	var version uint64
 	if opt.IfMatch != "" {
 		if res.ino == 0 {
 			return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file does not exist", ErrConflict))
 		}
+		var err error
+		_, version, err = w.f.OpenVersion(res.ino)
+		if err == syscall.ENOENT {
+			return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file was replaced meanwhile", ErrConflict))
+		}
+		if err != nil {
+			return WriteResult{}, pathErr(op, p, err)
+		}
+		defer w.f.Release(res.ino)
 		got, err := w.hashFile(ctx, res.ino)
 		if err == syscall.ENOENT {
 			// Replaced or removed since the lookup: not the file expected.
@@ -457,10 +469,20 @@ func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions,
 	if err == nil && opt.Sync {
 		err = w.f.Fsync(ctx, tmp.Ino)
 	}
+	if err == nil && w.beforeReplace != nil {
+		w.beforeReplace()
+	}
 	if err == nil {
-		// Someone may have made the file meanwhile: do not clobber it
-		// when the caller meant to create.
-		_, err = w.f.Replace(w.opts.Caller, tmp.Ino, res.parent, res.name, opt.Exclusive || res.ino == 0)
+		if opt.IfMatch != "" {
+			_, err = w.f.ReplaceIf(w.opts.Caller, tmp.Ino, res.parent, res.name, res.ino, version)
+			if errors.Is(err, fs.ErrChanged) {
+				err = fmt.Errorf("%w: the file changed meanwhile", ErrConflict)
+			}
+		} else {
+			// Someone may have made the file meanwhile: do not clobber it
+			// when the caller meant to create.
+			_, err = w.f.Replace(w.opts.Caller, tmp.Ino, res.parent, res.name, opt.Exclusive || res.ino == 0)
+		}
 	}
 	w.f.Release(tmp.Ino)
 	if err != nil {

@@ -88,9 +88,13 @@ type WS struct {
 	// whole workspace.
 	rootIno fs.Ino
 	rootDir string
-	// writeMu serialises the check and the swap of compare-and-swap
-	// writes made through this API.
+	// writeMu serialises the compare-and-swap writes (and edits) made
+	// through this API, so that they do not fail each other needlessly;
+	// against every other door the swap itself is fs.ReplaceIf's.
 	writeMu *chanMutex
+	// beforeReplace, when set (tests), runs between a write's checks and
+	// its replace.
+	beforeReplace func()
 }
 
 type notifierBox struct{ n Notifier }
