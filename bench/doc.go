@@ -34,6 +34,7 @@
 //	computerfs bench --fio               # also run bench/jobs/*.fio through the real fio
 //	computerfs bench --scenario write-amp,million-files --scale 0.01
 //	computerfs bench --list
+//	computerfs bench --in-container --runs 3   # the shell workloads' commands in runc containers (root, runc)
 //	go test -run '^$' -bench . ./bench   # Go benchmarks of a few workloads
 //
 // # Measuring
@@ -44,4 +45,23 @@
 // does not land in the next run's time. The computerfs daemon runs in the
 // bench process, so its CPU time competes with the workload's processes,
 // as a real daemon's would.
+//
+// # In containers
+//
+// With Config.InContainer (computerfs bench --in-container) the shell
+// workloads measure what an agent in a container sees: each command of a
+// timed step runs in a runc container of its own, started by the
+// container backend (package containerbackend, in process, its default
+// limits) with the target's directory as /workspace and the inputs
+// read-only at their host paths. Every target gets its own backend, with
+// its state under the scratch directory, and its name gets "/container"
+// ("ext4/container"). Setup, cleanup and drop_caches stay on the host.
+// Each command is wrapped in bash that reads $EPOCHREALTIME before and
+// after it and prints both last on stderr: a sample's seconds are the sum
+// of these inner times, without the containers' start (~0.1 s each), and
+// the metric wall_seconds is the timed step's wall clock with it. The job
+// files (Go engine and fio) and the scale scenarios do not run in
+// containers: they are skipped, with a note. BenchmarkContainerExecTrue
+// times the start itself: one exec of `true` through the daemon's plugin
+// runtime and the real plugin process.
 package bench

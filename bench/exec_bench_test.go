@@ -11,6 +11,7 @@ import (
 
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/workspace"
 )
 
@@ -45,6 +46,43 @@ func BenchmarkShellExecEcho(b *testing.B) {
 		}
 	}
 	run() // start the plugin
+	b.ResetTimer()
+	for b.Loop() {
+		run()
+	}
+}
+
+// BenchmarkContainerExecTrue times the container backend's start-up: one
+// exec of `true` (kind argv) from the request to the runtime, through the
+// real plugin subprocess (cmd/plugin-container), runc creating and
+// starting the container, `true` running, to the exit and the container's
+// deletion back at the host. The workspace is a real computerfs mount
+// (internal/testmount), bind-mounted at /workspace as in the daemon. The
+// issue's target is under 150 ms. Needs root and runc.
+func BenchmarkContainerExecTrue(b *testing.B) {
+	needContainer(b)
+	dir := b.TempDir()
+	plugins := filepath.Join(dir, "plugins")
+	out, err := exec.Command("go", "build", "-o", filepath.Join(plugins, "computerfs-plugin-container"), "../cmd/plugin-container").CombinedOutput()
+	if err != nil {
+		b.Fatalf("build the container plugin: %v\n%s", err, out)
+	}
+	m := testmount.New(b, testmount.Options{})
+	rt, err := backends.New(backends.Options{Dirs: []string{plugins}, WS: workspace.New(m.FS, workspace.Options{}), MountPath: m.Dir,
+		Owner: m.Workspace, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	run := func() {
+		var stderr bytes.Buffer
+		res, err := rt.Exec(ctx, &backends.Request{Backend: "container", Kind: "argv", Argv: []string{"true"}}, io.Discard, &stderr)
+		if err != nil || backends.ExitStatus(res.Exit) != 0 {
+			b.Fatalf("exec: %v, %+v, %q", err, res, stderr.String())
+		}
+	}
+	run() // start the plugin, warm runc and the caches
 	b.ResetTimer()
 	for b.Loop() {
 		run()

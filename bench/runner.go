@@ -60,7 +60,16 @@ type Config struct {
 	// skips the workloads.
 	Scenarios []string
 	// All runs every workload and every scenario.
-	All    bool
+	All bool
+	// InContainer runs the timed commands of the shell workloads in a
+	// runc container each (the container backend), with the target's
+	// directory as /workspace: what an agent in a container sees. The
+	// samples' seconds are the commands' own time, measured inside the
+	// container; MetricWall adds the containers' start. Setup, cleanup and
+	// drop_caches stay on the host. The job files and the scale scenarios
+	// do not run (a note says so). It needs root and runc.
+	InContainer bool
+
 	Params ScenarioParams
 	// Progress receives a progress bar (ProgressBar, for a terminal) or
 	// one line per finished workload; nil for neither.
@@ -101,17 +110,36 @@ func Select(cfg Config) (*Catalog, error) {
 		}
 	}
 	runWorkloads := cfg.All || cfg.Only != "" || len(cfg.Scenarios) == 0
+	var skipped []string
 	if runWorkloads {
 		for _, w := range all {
-			if only == nil || only.MatchString(w.Name) {
-				c.Workloads = append(c.Workloads, w)
+			if only != nil && !only.MatchString(w.Name) {
+				continue
 			}
+			if cfg.InContainer && !w.commands {
+				skipped = append(skipped, w.Name)
+				continue
+			}
+			c.Workloads = append(c.Workloads, w)
 		}
 	}
+	if len(skipped) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("--in-container: %d job-file workload(s) skipped (%s): they run in the bench process or through fio, not as shell commands",
+			len(skipped), strings.Join(skipped, ", ")))
+	}
+	var skippedScenarios []string
 	for _, s := range Scenarios() {
 		if cfg.All || slices.Contains(cfg.Scenarios, s.Name) {
+			if cfg.InContainer {
+				skippedScenarios = append(skippedScenarios, s.Name)
+				continue
+			}
 			c.Scenarios = append(c.Scenarios, s)
 		}
+	}
+	if len(skippedScenarios) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("--in-container: scenario(s) %s skipped: the scale scenarios run only on the host, without --in-container",
+			strings.Join(skippedScenarios, ", ")))
 	}
 	for _, name := range cfg.Scenarios {
 		if !slices.ContainsFunc(Scenarios(), func(s Scenario) bool { return s.Name == name }) {
@@ -123,6 +151,9 @@ func Select(cfg Config) (*Catalog, error) {
 		}
 	}
 	if len(c.Workloads) == 0 && len(c.Scenarios) == 0 {
+		if cfg.InContainer {
+			return nil, fmt.Errorf("--in-container runs only the shell workloads, and none is selected (--only %q)", cfg.Only)
+		}
 		return nil, fmt.Errorf("no workload matches --only %q", cfg.Only)
 	}
 	return c, nil
@@ -130,17 +161,20 @@ func Select(cfg Config) (*Catalog, error) {
 
 // Report is the outcome of a run.
 type Report struct {
-	Started   time.Time         `json:"started"`
-	Seconds   float64           `json:"seconds"`
-	Host      HostInfo          `json:"host"`
-	Runs      int               `json:"runs"`
-	WarmUp    int               `json:"warm_up_rounds"`
-	Baseline  string            `json:"baseline"`
-	Scratch   string            `json:"scratch"`
-	Targets   []*Target         `json:"targets"`
-	Workloads []*WorkloadResult `json:"workloads"`
-	Scenarios []*ScenarioResult `json:"scenarios,omitempty"`
-	Notes     []string          `json:"notes,omitempty"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Host     HostInfo  `json:"host"`
+	Runs     int       `json:"runs"`
+	WarmUp   int       `json:"warm_up_rounds"`
+	Baseline string    `json:"baseline"`
+	// InContainer: the shell workloads' timed commands ran in runc
+	// containers, timed inside them (Config.InContainer).
+	InContainer bool              `json:"in_container,omitempty"`
+	Scratch     string            `json:"scratch"`
+	Targets     []*Target         `json:"targets"`
+	Workloads   []*WorkloadResult `json:"workloads"`
+	Scenarios   []*ScenarioResult `json:"scenarios,omitempty"`
+	Notes       []string          `json:"notes,omitempty"`
 }
 
 // HostInfo describes the machine.
@@ -237,6 +271,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.InContainer {
+		if err := ContainerAvailable(); err != nil {
+			return nil, err
+		}
+		// The report's target names carry the suffix; the baseline may
+		// be named either way.
+		cfg.Baseline = strings.TrimSuffix(cfg.Baseline, ContainerSuffix)
+	}
 	names := cfg.Targets
 	if names == nil {
 		names = DefaultTargets()
@@ -268,7 +310,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
-	rep = &Report{Started: time.Now(), Host: hostInfo(), Runs: cfg.Runs, WarmUp: 1, Baseline: cfg.Baseline, Scratch: root}
+	// Absolute, so that the inputs' paths mean the same in a container.
+	if abs, aerr := filepath.Abs(root); aerr == nil {
+		root = abs
+	}
+	rep = &Report{Started: time.Now(), Host: hostInfo(), Runs: cfg.Runs, WarmUp: 1, Baseline: cfg.Baseline, Scratch: root, InContainer: cfg.InContainer}
 	rep.Notes = append(rep.Notes, scratchNote)
 	rep.Notes = append(rep.Notes, cat.Notes...)
 
@@ -314,6 +360,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			}
 			t.Note = "given with --target"
 			targets = append(targets, t)
+		}
+		if cfg.InContainer {
+			for i, t := range targets {
+				if err := putInContainer(ctx, t, filepath.Join(root, fmt.Sprintf("container-%d", i)), []string{inputs.Dir}); err != nil {
+					return rep, err
+				}
+			}
+			rep.Baseline += ContainerSuffix
+			rep.Notes = append(rep.Notes, "--in-container: each timed command ran in a runc container of its own (the container backend, "+
+				"its default limits), on the target's directory as /workspace; the times are measured inside the containers and exclude "+
+				"their start; WALL is the timed step's wall clock, the containers' start and teardown included")
 		}
 		rep.Targets = targets
 		if !seen[cfg.Baseline] {
@@ -427,7 +484,7 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return Sample{}, nil, fmt.Errorf("setup: %w", err)
 	}
-	e := &Env{Dir: dir, Target: t, Inputs: in, Log: log}
+	e := &Env{Dir: dir, Target: t, Inputs: in, Log: log, runner: t.runner}
 	fail := func(stage string, err error) (Sample, []string, error) {
 		os.RemoveAll(dir)
 		return Sample{}, e.notes, fmt.Errorf("%s: %w", stage, err)
@@ -457,6 +514,15 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 		}
 	}
 	syscall.Sync()
+	if t.runner != nil && w.commands {
+		// In containers: the commands' own time, measured inside them;
+		// the wall clock with the containers' start is a metric.
+		if m == nil {
+			m = Metrics{}
+		}
+		m[MetricWall] = elapsed.Seconds()
+		return Sample{Seconds: e.inner.Seconds(), Metrics: m}, e.notes, nil
+	}
 	return Sample{Seconds: elapsed.Seconds(), Metrics: m}, e.notes, nil
 }
 

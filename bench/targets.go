@@ -77,6 +77,8 @@ type Target struct {
 	Workspace string         `json:"workspace,omitempty"`
 	Server    *fusefs.Server `json:"-"`
 	closers   []func() error // run in reverse order by Close
+	// runner runs the workloads' timed commands (nil: on the host).
+	runner commandRunner
 }
 
 // Close tears the target down: unmounts, closes and removes what it made.

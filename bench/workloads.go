@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Metric names. A workload's primary metric is either seconds of wall
@@ -36,6 +37,30 @@ type Env struct {
 	// notes collects remarks about the run (say, a cache that could not
 	// be dropped); the runner reports each once per workload and target.
 	notes []string
+	// runner runs the timed step's commands: nil for the host, or the
+	// target's containers; inner sums the time they measured themselves.
+	runner commandRunner
+	inner  time.Duration
+}
+
+// command runs one command of the timed step in dir (e.Dir or below it),
+// on the host or, under Config.InContainer, in a container of its own.
+// env is the host's environment (nil: the bench process's); a container
+// gets a minimal one. It returns the command's standard output.
+func (e *Env) command(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	r := e.runner
+	if r == nil {
+		r = hostRunner{}
+	}
+	out, inner, err := r.run(ctx, dir, env, name, args...)
+	e.inner += inner
+	return out, err
+}
+
+// script runs a bash script of the timed step in e.Dir, as command does.
+func (e *Env) script(ctx context.Context, script string) error {
+	_, err := e.command(ctx, e.Dir, gitEnv(), "bash", "-c", script)
+	return err
 }
 
 // Note records a remark about this run.
@@ -53,6 +78,9 @@ type Workload struct {
 	Setup   func(ctx context.Context, e *Env) error
 	Run     func(ctx context.Context, e *Env) (Metrics, error)
 	Cleanup func(ctx context.Context, e *Env) error
+	// commands marks the shell workloads: Run does nothing but run
+	// commands through Env.command, so it can run them in containers.
+	commands bool
 }
 
 // HigherIsBetter reports whether the primary metric is a rate.
@@ -69,13 +97,15 @@ const (
 // timedShell is a Run that runs one bash script in the run's directory.
 func timedShell(script func(e *Env) string) func(ctx context.Context, e *Env) (Metrics, error) {
 	return func(ctx context.Context, e *Env) (Metrics, error) {
-		return nil, sh(ctx, e.Dir, script(e))
+		return nil, e.script(ctx, script(e))
 	}
 }
 
-// ShellWorkloads are the workloads made of ordinary commands.
+// ShellWorkloads are the workloads made of ordinary commands. Their timed
+// steps run every command through Env.command, so that they can run in a
+// container (Config.InContainer); setup and cleanup stay on the host.
 func ShellWorkloads() []Workload {
-	return []Workload{
+	ws := []Workload{
 		{
 			Name: "create-1000", Desc: "create 1000 small files: one bash loop of echo x > f$i",
 			Run: timedShell(func(*Env) string { return `for ((i = 0; i < 1000; i++)); do echo x > f$i; done` }),
@@ -100,7 +130,7 @@ func ShellWorkloads() []Workload {
 			Name: "tree-find", Desc: "find over the 10x10x10 tree",
 			Setup: func(ctx context.Context, e *Env) error { return makeTree(filepath.Join(e.Dir, "t")) },
 			Run: func(ctx context.Context, e *Env) (Metrics, error) {
-				out, err := runCmd(ctx, e.Dir, nil, "find", "t")
+				out, err := e.command(ctx, e.Dir, nil, "find", "t")
 				if err != nil {
 					return nil, err
 				}
@@ -171,7 +201,7 @@ func ShellWorkloads() []Workload {
 			Run: func(ctx context.Context, e *Env) (Metrics, error) {
 				dir := filepath.Join(e.Dir, "repo")
 				for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "bench"}} {
-					if _, err := runCmd(ctx, dir, gitEnv(), "git", gitArgs(args...)...); err != nil {
+					if _, err := e.command(ctx, dir, gitEnv(), "git", gitArgs(args...)...); err != nil {
 						return nil, err
 					}
 				}
@@ -181,14 +211,14 @@ func ShellWorkloads() []Workload {
 		{
 			Name: "git-clone-shallow", Desc: "git clone --depth 1 of a local ~1 MB repository", Needs: []string{NeedGitRepo},
 			Run: func(ctx context.Context, e *Env) (Metrics, error) {
-				_, err := runCmd(ctx, e.Dir, gitEnv(), "git", "clone", "-q", "--depth", "1", "file://"+e.Inputs.GitRepo, "dst")
+				_, err := e.command(ctx, e.Dir, gitEnv(), "git", "clone", "-q", "--depth", "1", "file://"+e.Inputs.GitRepo, "dst")
 				return nil, err
 			},
 		},
 		{
 			Name: "untar-src", Desc: "tar xf of Go's net, cmd/go and go source trees", Needs: []string{NeedSrcTar},
 			Run: func(ctx context.Context, e *Env) (Metrics, error) {
-				_, err := runCmd(ctx, e.Dir, nil, "tar", "xf", e.Inputs.SrcTar)
+				_, err := e.command(ctx, e.Dir, nil, "tar", "xf", e.Inputs.SrcTar)
 				return nil, err
 			},
 		},
@@ -204,6 +234,10 @@ func ShellWorkloads() []Workload {
 			Run: timedShell(func(*Env) string { return `rm -rf src` }),
 		},
 	}
+	for i := range ws {
+		ws[i].commands = true
+	}
+	return ws
 }
 
 func makeSmallFiles(dir string, n int) error {

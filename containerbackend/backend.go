@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path"
@@ -41,7 +42,7 @@ const (
 // DefaultStateDir holds runc's state root, the bundles and the rootfs.
 const DefaultStateDir = "/run/computerfs-container"
 
-// idPrefix starts the IDs of our containers: cfs-<plugin pid>-<n>.
+// idPrefix starts the IDs of our containers: cfs-<plugin pid>-<tag>-<n>.
 const idPrefix = "cfs-"
 
 // Backend runs each exec in a runc container.
@@ -72,6 +73,7 @@ type Backend struct {
 	seccomp   *specs.LinuxSeccomp
 	v2        bool
 	seq       atomic.Uint64
+	tag       uint32 // random: Backends in one process make distinct IDs
 }
 
 // settings are the policy's settings for the backend (Config.Settings).
@@ -209,6 +211,7 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 		}
 	}
 	b.sweep()
+	b.tag = rand.Uint32()
 	if ul != nil {
 		// Runc creates missing mount points in the root, before making
 		// it read-only: they are made here, where a failure is clear.
@@ -238,12 +241,15 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 func (b *Backend) RuncRoot() string { return b.runcRoot }
 
 // ownerAlive says whether the plugin process that made container id (or
-// bundle, rootfs dir) still runs. Our own pid counts as dead: sweep runs
-// before our first exec.
+// bundle, rootfs dir) still runs. Our own pid counts as alive: other
+// Backends in this process (tests, benchmarks) may be using them.
 func ownerAlive(pidText string) bool {
 	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid == os.Getpid() {
+	if err != nil {
 		return false
+	}
+	if pid == os.Getpid() {
+		return true
 	}
 	if syscall.Kill(pid, 0) != nil {
 		return false
@@ -350,7 +356,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	memory := orDefault(lim.MemoryBytes, DefaultMemoryBytes)
 	timeout := time.Duration(orDefault(lim.TimeoutMs, DefaultTimeout.Milliseconds())) * time.Millisecond
 
-	id := fmt.Sprintf("%s%d-%d", idPrefix, os.Getpid(), b.seq.Add(1))
+	id := fmt.Sprintf("%s%d-%08x-%d", idPrefix, os.Getpid(), b.tag, b.seq.Add(1))
 	bundle := filepath.Join(b.bundles, id)
 	cg := &execCgroup{v2: b.v2, rel: filepath.Join(cgroupParent, id), efd: -1, ofd: -1}
 	p := specParams{
