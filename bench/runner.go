@@ -393,7 +393,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		serr := inputs.Prepare(ctx, s.Needs)
 		if serr == nil {
 			senv := &ScenarioEnv{Root: root, Inputs: inputs, Params: cfg.Params, Log: log}
-			senv.Fuse.AllowOther = os.Geteuid() == 0
 			senv.Fuse.Logger = log
 			serr = s.Run(ctx, senv, res)
 		}

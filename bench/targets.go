@@ -199,8 +199,9 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 		}
 		return nil
 	})
-	// AllowOther needs root (or user_allow_other in /etc/fuse.conf).
-	srv, err := fusefs.Mount(f, mnt, fusefs.Options{AllowOther: os.Geteuid() == 0, Logger: log, FsName: ws})
+	// Mounted as `computerfs mount` mounts by default: for its owner alone,
+	// without allow_other and default_permissions.
+	srv, err := fusefs.Mount(f, mnt, fusefs.Options{Logger: log, FsName: ws})
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("computerfs target: %w", err)
