@@ -9,12 +9,13 @@ all: build
 
 # The daemon and CLI, and the built-in backends beside it (where the
 # daemon looks for them first). Plugins are static (CGO_ENABLED=0): the
-# container plugin's executable is also each container's init, which must
-# run in any configured rootfs.
+# container plugin's init (computerfs-container-init, beside it) must run
+# in any configured rootfs.
 PLUGINS := $(patsubst cmd/plugin-%,%,$(wildcard cmd/plugin-*))
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/computerfs ./cmd/computerfs
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-container-init ./cmd/computerfs-container-init
 	@for p in $(PLUGINS); do echo "CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p"; \
 		CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p || exit 1; done
 

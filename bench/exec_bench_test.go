@@ -5,9 +5,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
@@ -63,28 +65,51 @@ func BenchmarkContainerExecTrue(b *testing.B) {
 	needContainer(b)
 	dir := b.TempDir()
 	plugins := filepath.Join(dir, "plugins")
-	out, err := exec.Command("go", "build", "-o", filepath.Join(plugins, "computerfs-plugin-container"), "../cmd/plugin-container").CombinedOutput()
-	if err != nil {
-		b.Fatalf("build the container plugin: %v\n%s", err, out)
-	}
-	m := testmount.New(b, testmount.Options{})
-	rt, err := backends.New(backends.Options{Dirs: []string{plugins}, WS: workspace.New(m.FS, workspace.Options{}), MountPath: m.Dir,
-		Owner: m.Workspace, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
-	ctx := context.Background()
-	run := func() {
-		var stderr bytes.Buffer
-		res, err := rt.Exec(ctx, &backends.Request{Backend: "container", Kind: "argv", Argv: []string{"true"}}, io.Discard, &stderr)
-		if err != nil || backends.ExitStatus(res.Exit) != 0 {
-			b.Fatalf("exec: %v, %+v, %q", err, res, stderr.String())
+	// As make builds them: the plugin, and its init beside it.
+	for _, c := range [][2]string{{"computerfs-plugin-container", "../cmd/plugin-container"}, {"computerfs-container-init", "../cmd/computerfs-container-init"}} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, c[0]), c[1])
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("build %s: %v\n%s", c[0], err, out)
 		}
 	}
-	run() // start the plugin, warm runc and the caches
-	b.ResetTimer()
-	for b.Loop() {
-		run()
+	for _, mode := range []struct {
+		name string
+		pool string
+		idle time.Duration // untimed, before each exec
+	}{
+		// A warm container is ready: the exec after an agent's pause.
+		{name: "warm", pool: "1", idle: 400 * time.Millisecond},
+		// No pool: runc makes the container on the exec's path.
+		{name: "cold", pool: "0"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			m := testmount.New(b, testmount.Options{})
+			policy := backends.Policy{Backends: map[string]backends.BackendPolicy{"container": {Settings: map[string]string{"pool": mode.pool}}}}
+			rt, err := backends.New(backends.Options{Dirs: []string{plugins}, WS: workspace.New(m.FS, workspace.Options{}), MountPath: m.Dir,
+				Owner: m.Workspace, Policy: policy, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			ctx := context.Background()
+			run := func() {
+				var stderr bytes.Buffer
+				res, err := rt.Exec(ctx, &backends.Request{Backend: "container", Kind: "argv", Argv: []string{"true"}}, io.Discard, &stderr)
+				if err != nil || backends.ExitStatus(res.Exit) != 0 {
+					b.Fatalf("exec: %v, %+v, %q", err, res, stderr.String())
+				}
+			}
+			run() // start the plugin, warm runc and the caches
+			b.ResetTimer()
+			for b.Loop() {
+				if mode.idle > 0 {
+					b.StopTimer()
+					time.Sleep(mode.idle)
+					b.StartTimer()
+				}
+				run()
+			}
+		})
 	}
 }

@@ -3,16 +3,15 @@ package containerbackend
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +36,9 @@ const (
 	// KillGrace is how long a timed-out container has between SIGTERM and
 	// SIGKILL.
 	KillGrace = 2 * time.Second
+	// DefaultPool is how many warm containers are kept ready.
+	DefaultPool = 1
+	maxPool     = 8
 )
 
 // DefaultStateDir holds runc's state root, the bundles and the rootfs.
@@ -61,7 +63,11 @@ type Backend struct {
 	// SIGTERM, and a plugin killed with SIGKILL leaves its containers'
 	// processes running until the next start sweeps them.
 	Init string
+	// Logger gets the backend's warnings (slog's default if nil).
+	Logger *slog.Logger
 
+	pool      *pool          // warm containers; nil without an init or with "pool": "0"
+	bg        sync.WaitGroup // teardowns of finished execs
 	set       settings
 	init      string // Init, if it can run in the rootfs
 	mountPath string // canonical: the workspace (or its policy root)
@@ -82,12 +88,13 @@ type settings struct {
 	userland    string // "rootfs": the configured root, "" for the host's
 	noSeccomp   bool   // "seccomp": "off"
 	readOnly    bool   // "read_only": "true" (from the policy's read_only)
+	pool        int    // "pool": warm containers kept (default 1)
 }
 
 // parseSettings checks every setting; an unknown key is an error, so a
 // misspelt restriction is not silently dropped.
 func parseSettings(s map[string]string) (settings, error) {
-	var st settings
+	st := settings{pool: DefaultPool}
 	for k, v := range s {
 		switch k {
 		case "network":
@@ -114,10 +121,16 @@ func parseSettings(s map[string]string) (settings, error) {
 			st.readOnly = ro
 		case "rootfs":
 			st.userland = v
+		case "pool":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxPool {
+				return st, fmt.Errorf(`setting "pool": %q is not a number of warm containers from 0 to %d`, v, maxPool)
+			}
+			st.pool = n
 		case "commands":
 			return st, errors.New(`the container backend cannot limit commands: the policy's "commands" is for the shell backend`)
 		default:
-			return st, fmt.Errorf(`unknown setting %q (the container backend knows "network", "rootfs", "seccomp" and "read_only")`, k)
+			return st, fmt.Errorf(`unknown setting %q (the container backend knows "network", "rootfs", "seccomp", "pool" and "read_only")`, k)
 		}
 	}
 	return st, nil
@@ -225,6 +238,7 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 			// its loader: run without one rather than fail every exec.
 			b.init = ""
 		}
+		b.startPool()
 		return nil
 	}
 	b.init = b.Init
@@ -234,7 +248,21 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 		return fmt.Errorf("rootfs: %w", err)
 	}
 	b.binds, b.path = binds, defaultPath
+	b.startPool()
 	return nil
+}
+
+// startPool starts keeping warm containers, which need an init to take
+// their command.
+func (b *Backend) startPool() {
+	if b.pool != nil {
+		b.pool.close()
+		b.pool = nil
+	}
+	if b.init == "" || b.set.pool == 0 {
+		return
+	}
+	b.pool = newPool(b, b.set.pool, b.specParams(), limitsKey{memory: DefaultMemoryBytes, pids: DefaultMaxPids, cpuMillis: DefaultCPUMillis})
 }
 
 // RuncRoot is runc's --root for this backend.
@@ -353,70 +381,73 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	if lim == nil {
 		lim = &pb.Limits{}
 	}
-	memory := orDefault(lim.MemoryBytes, DefaultMemoryBytes)
+	limits := limitsKey{
+		memory:    orDefault(lim.MemoryBytes, DefaultMemoryBytes),
+		pids:      orDefault(lim.MaxPids, DefaultMaxPids),
+		cpuMillis: orDefault(lim.CpuMillis, DefaultCPUMillis),
+	}
 	timeout := time.Duration(orDefault(lim.TimeoutMs, DefaultTimeout.Milliseconds())) * time.Millisecond
+	p := b.specParams()
+	p.env = st.Env
+	p.cwd = path.Join("/workspace", cwd)
+	env := p.envList()
 
-	id := fmt.Sprintf("%s%d-%08x-%d", idPrefix, os.Getpid(), b.tag, b.seq.Add(1))
-	bundle := filepath.Join(b.bundles, id)
-	cg := &execCgroup{v2: b.v2, rel: filepath.Join(cgroupParent, id), efd: -1, ofd: -1}
-	p := specParams{
-		rootfs: b.rootfs, binds: b.binds, extraBinds: b.ExtraBinds, args: args, env: st.Env,
-		workspace:   b.mountPath,
-		init:        b.init,
-		workspaceRO: b.set.readOnly,
-		hostNetwork: b.set.hostNetwork,
-		seccomp:     b.seccomp,
-		defaultPath: b.path,
-		cwd:         path.Join("/workspace", cwd),
-		maxPids:     orDefault(lim.MaxPids, DefaultMaxPids), cpuMillis: orDefault(lim.CpuMillis, DefaultCPUMillis),
-		cgroupsPath: "/" + cg.rel + "/ctr",
-	}
-	if b.v2 {
-		p.memoryBytes = memory
-	}
-	// Whatever happens from here, the container, its bundle and cgroups go.
-	defer func() {
-		// A `runc run` that saw its container exit has deleted it: only
-		// one that failed or was killed leaves its state for us to delete
-		// (which costs another runc start, ~25 ms).
-		if _, err := os.Stat(filepath.Join(b.runcRoot, id)); err == nil {
-			exec.Command(b.Runc, "--root", b.runcRoot, "delete", "--force", id).Run()
+	var c *container
+	if b.pool != nil {
+		if c = b.pool.take(ctx, limits); c != nil && c.attach(initCommand{Argv: args, Env: env, Dir: p.cwd}) != nil {
+			// It died after take looked: start one of our own.
+			c.kill()
+			c.cleanup(b)
+			c = nil
 		}
-		cg.remove()
-		os.RemoveAll(bundle)
+	}
+	if c == nil {
+		if p.init == "" {
+			p.args = args
+		}
+		if c, err = b.startContainer(p, limits); err != nil {
+			return nil, err
+		}
+		if c.ctl != nil {
+			if err := c.attach(initCommand{Argv: args, Env: env, Dir: p.cwd}); err != nil {
+				c.kill()
+				c.cleanup(b)
+				return nil, fmt.Errorf("container init: %w", err)
+			}
+		}
+	}
+	// Whatever happens from here, the container, its bundle and cgroups
+	// go; then the pool makes up for what it lent. With an init, the exit
+	// is known before runc has torn the container down (~0.1 s): that
+	// happens in the background, and Close waits for it.
+	background := false
+	defer func() {
+		if !background {
+			c.cleanup(b)
+			b.refill()
+			return
+		}
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			c.cleanup(b)
+			b.refill()
+		}()
 	}()
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return nil, err
-	}
-	js, err := json.Marshal(makeSpec(p))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), js, 0o600); err != nil {
-		return nil, err
-	}
-	if err := cg.setup(memory); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-
-	cmd := exec.Command(b.Runc, "--root", b.runcRoot, "run", "--bundle", bundle, id)
-	// runc dies with the plugin, and the container's init with runc.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stdout, cmd.Stderr = x.Stdout, x.Stderr
-	cmd.WaitDelay = 5 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start runc: %w", err)
-	}
-	// stdin is not waited for: the host may never close it.
+	// Output: copied until every process in the container has closed the
+	// pipes, which they do by exiting.
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); io.Copy(x.Stdout, c.stdout) }()
+	go func() { defer copies.Done(); io.Copy(x.Stderr, c.stderr) }()
+	// Input is not waited for: the host may never close it. The copy ends
+	// at the host's EOF, or at the first write after cleanup closed the
+	// pipe.
 	go func() {
 		if x.Stdin != nil {
-			io.Copy(stdin, x.Stdin)
+			io.Copy(c.stdin, x.Stdin)
 		}
-		stdin.Close()
+		c.stdin.Close()
 	}()
 
 	var (
@@ -428,21 +459,40 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		mu.Lock()
 		lastSig = sig
 		mu.Unlock()
-		// An init forwards signals to the command's process group, as a
-		// terminal would; without one, or for SIGKILL, every process gets
-		// the signal.
-		killArgs := []string{"--root", b.runcRoot, "kill", "--all", id, strconv.Itoa(int(sig))}
-		if b.init != "" && sig != syscall.SIGKILL {
-			killArgs = slices.Delete(killArgs, 3, 4)
+		if sig == syscall.SIGKILL {
+			// runc dies, the init with it (parent-death signal), and the
+			// pid namespace with its init; cleanup deletes the rest.
+			c.kill()
+			return
 		}
-		err := exec.Command(b.Runc, killArgs...).Run()
-		if err != nil && sig == syscall.SIGKILL {
-			// Not created yet, or runc is stuck: end runc itself; the
-			// deferred delete removes the container.
-			cmd.Process.Kill()
+		if c.ctl != nil {
+			// The init passes it to the command's process group, as a
+			// terminal would.
+			if c.send(sig) == nil {
+				return
+			}
+		}
+		if err := exec.Command(b.Runc, "--root", b.runcRoot, "kill", "--all", c.id, strconv.Itoa(int(sig))).Run(); err != nil {
+			b.log().Warn("container backend: signal", "container", c.id, "signal", sig, "err", err)
 		}
 	}
-	done := make(chan struct{})
+	// ended is closed when the command is over: the init reported its
+	// exit, or runc exited (without an init, or when the init died).
+	ended := make(chan struct{})
+	code, gotStatus := 0, false
+	go func() {
+		defer close(ended)
+		select {
+		case code = <-c.status: // nil without an init: never
+			gotStatus = true
+		case <-c.waited:
+			select {
+			case code = <-c.status:
+				gotStatus = true
+			default:
+			}
+		}
+	}()
 	watcherDone := make(chan struct{})
 	go func() {
 		defer close(watcherDone)
@@ -451,7 +501,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		var grace <-chan time.Time
 		for {
 			select {
-			case <-done:
+			case <-ended:
 				return
 			case <-ctx.Done():
 				kill(syscall.SIGKILL)
@@ -470,13 +520,27 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 			}
 		}
 	}()
-	werr := cmd.Wait()
-	close(done)
+	<-ended
 	<-watcherDone
+	copies.Wait()
+	background = gotStatus
 
 	exit := &pb.Exit{DurationNs: int64(time.Since(t0))}
 	var ee *exec.ExitError
+	var werr error // runc's exit, when the command's is not known
+	if !gotStatus {
+		<-c.waited
+		werr = c.waitErr
+		if c.runcLog != nil {
+			// The container failed to start, or its init died: what runc
+			// said is the command's stderr.
+			<-c.runcLogDone
+			x.Stderr.Write(c.runcLog.b)
+		}
+	}
 	switch {
+	case gotStatus:
+		exit.ExitCode = int32(code)
 	case werr == nil:
 	case errors.As(werr, &ee):
 		exit.ExitCode = int32(ee.ExitCode())
@@ -497,9 +561,9 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	} else if sig != 0 && exit.ExitCode == 128+int32(syscall.SIGKILL) {
 		exit.Signal = int32(syscall.SIGKILL)
 	}
-	if cg.oomKills() > 0 {
+	if c.cg.oomKills() > 0 {
 		exit.OomKilled = true
-		exit.Reason = fmt.Sprintf("memory limit: %d bytes", memory)
+		exit.Reason = fmt.Sprintf("memory limit: %d bytes", limits.memory)
 		if exit.ExitCode == 128+int32(syscall.SIGKILL) {
 			exit.Signal = int32(syscall.SIGKILL)
 		}
@@ -510,4 +574,41 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		exit.Reason = "cancelled"
 	}
 	return exit, nil
+}
+
+// specParams is what every container of this backend shares.
+func (b *Backend) specParams() specParams {
+	return specParams{
+		rootfs: b.rootfs, binds: b.binds, extraBinds: b.ExtraBinds,
+		workspace:   b.mountPath,
+		init:        b.init,
+		workspaceRO: b.set.readOnly,
+		hostNetwork: b.set.hostNetwork,
+		seccomp:     b.seccomp,
+		defaultPath: b.path,
+		cwd:         "/workspace",
+	}
+}
+
+// Close removes the warm containers and waits for the teardown of
+// finished execs. Execs under way are not affected.
+func (b *Backend) Close() {
+	if b.pool != nil {
+		b.pool.close()
+	}
+	b.bg.Wait()
+}
+
+// refill has the pool make up for a container it lent.
+func (b *Backend) refill() {
+	if b.pool != nil {
+		b.pool.refill()
+	}
+}
+
+func (b *Backend) log() *slog.Logger {
+	if b.Logger != nil {
+		return b.Logger
+	}
+	return slog.Default()
 }

@@ -85,6 +85,19 @@
 // plugin start. A plain `sleep` as PID 1 would ignore the timeout's
 // SIGTERM and wait out the grace period.
 //
+// Warm containers: with an init, a container can start before its
+// command is known. The backend keeps a pool of such containers (setting
+// "pool", default 1, 0 to turn it off), started with the default limits:
+// `runc run` in the foreground, the init waiting on a control pipe (fd 3,
+// --preserve-fds) for one JSON line with the command's argv, environment
+// and directory, then "signal N" lines to forward. An exec with the
+// default limits takes one, sends its command and skips runc's creation
+// of namespaces, mounts and cgroups; a replacement starts in the
+// background. An exec with other limits, or with no warm container
+// ready, starts its own the same way. Everything else (stdio, timeout,
+// OOM, cleanup) is the same for both. A warm container is an init
+// process that sleeps on a pipe: it costs a few MiB of memory.
+//
 // State lives under /run/computerfs-container (runc's --root, bundles and
 // the per-process rootfs), never on the FUSE mount. At start the backend
 // deletes containers, bundles, rootfs directories and cgroups left by

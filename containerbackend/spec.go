@@ -179,7 +179,8 @@ type specParams struct {
 
 var defaultCaps = []string{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}
 
-func makeSpec(p specParams) *specs.Spec {
+// envList is the process environment: env, with a PATH.
+func (p specParams) envList() []string {
 	env := make([]string, 0, len(p.env)+1)
 	for k, v := range p.env {
 		env = append(env, k+"="+v)
@@ -192,6 +193,11 @@ func makeSpec(p specParams) *specs.Spec {
 		env = append(env, "PATH="+pathEnv)
 	}
 	sort.Strings(env)
+	return env
+}
+
+func makeSpec(p specParams) *specs.Spec {
+	env := p.envList()
 	rw := "rw"
 	if p.workspaceRO {
 		rw = "ro"
@@ -205,7 +211,8 @@ func makeSpec(p specParams) *specs.Spec {
 	args := p.args
 	if p.init != "" {
 		mounts = append(mounts, specs.Mount{Destination: initPath, Type: "bind", Source: p.init, Options: []string{"bind", "ro", "nosuid", "nodev"}})
-		args = append([]string{initPath, InitArg, "--"}, args...)
+		// The command comes on the control pipe (fd 3, see RunInit).
+		args = []string{initPath, InitArg, "--control", "3"}
 	}
 	for _, d := range p.binds {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})

@@ -348,11 +348,15 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
 }
 
-func (r *rawFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	// Permissions are the kernel's (default_permissions); existence is ours.
-	_, err := r.fs.GetAttr(fs.Ino(in.NodeId))
-	return errStatus(err)
-}
+// Access is not implemented (ENOSYS), on purpose: the kernel then stops
+// sending ACCESS and allows access(2) and chdir(2) itself, the same
+// answer as ours would be (permissions are the kernel's with
+// default_permissions, and with an owner-only mount there is nothing to
+// check), without a round trip per chdir. It also keeps a process that
+// serves the mount and forks (the benchmarks) from deadlocking: a child
+// between fork and exec that waits on a request of ours would hold up
+// the garbage collector's stop-the-world, which waits for the forking
+// thread.
 
 func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
 	val, err := r.fs.GetXattr(fs.Ino(h.NodeId), name)

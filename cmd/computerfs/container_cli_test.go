@@ -40,12 +40,15 @@ func installContainerPlugin(t *testing.T, home string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(containerPluginBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "computerfs-plugin-container"), data, 0o755); err != nil {
-		t.Fatal(err)
+	// With its init beside it, as make puts them in bin/.
+	for _, name := range []string{"computerfs-plugin-container", "computerfs-container-init"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(containerPluginBin), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

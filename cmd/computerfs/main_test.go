@@ -50,10 +50,18 @@ func TestMain(m *testing.M) {
 	// every command the shell cannot run, in every test.
 	containerPluginBin = filepath.Join(dir, "extra", "computerfs-plugin-container")
 	build = exec.Command("go", "build", "-o", containerPluginBin, "../plugin-container")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make builds it: it is also the containers' init
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make builds it
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building computerfs-plugin-container:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	build = exec.Command("go", "build", "-o", filepath.Join(dir, "extra", "computerfs-container-init"), "../computerfs-container-init")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building computerfs-container-init:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
