@@ -31,6 +31,8 @@
 //     them, and fails if it cannot or if a file or symlink is in their
 //     place. Scripts (kind "script") need /bin/bash in that root; argv
 //     execs need only their program.
+//   - "pool": how many warm containers to keep started ahead (0 to 8,
+//     default 1; see Warm containers below).
 //   - "seccomp": "default" (the default) installs a profile that allows
 //     every system call but those a workload never needs, which fail with
 //     EPERM: loading kernel code (kexec_*, *_module), bpf,
