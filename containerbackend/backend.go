@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -388,7 +389,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	}
 	timeout := time.Duration(orDefault(lim.TimeoutMs, DefaultTimeout.Milliseconds())) * time.Millisecond
 	p := b.specParams()
-	p.env = st.Env
+	p.env = containerEnv(st.Env)
 	p.cwd = path.Join("/workspace", cwd)
 	env := p.envList()
 
@@ -574,6 +575,24 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		exit.Reason = "cancelled"
 	}
 	return exit, nil
+}
+
+// containerEnv is the request's environment, with a writable HOME and
+// TMPDIR: the root is read-only, so a HOME of / (the runtime's default)
+// or none becomes /tmp, the container's private tmpfs, where caches
+// (git, go, npm) can live.
+func containerEnv(req map[string]string) map[string]string {
+	env := maps.Clone(req)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if h, ok := env["HOME"]; !ok || h == "/" {
+		env["HOME"] = "/tmp"
+	}
+	if _, ok := env["TMPDIR"]; !ok {
+		env["TMPDIR"] = "/tmp"
+	}
+	return env
 }
 
 // specParams is what every container of this backend shares.

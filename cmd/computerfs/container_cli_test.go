@@ -194,9 +194,10 @@ func TestContainerThroughDaemon(t *testing.T) {
 		if err != nil {
 			t.Skip("no go on this host")
 		}
-		// The host's toolchain; a cold build cache in the container's /tmp.
+		// The host's toolchain; a cold build cache in the container's /tmp
+		// (HOME is /tmp there unless the request says otherwise).
 		r, err := runCfsWithin(6*time.Minute, home, "", nil, "exec", "-w", ws, "-b", "container", "--cwd", "/proj", "--timeout", "5m",
-			"--env", "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin", "--env", "HOME=/tmp", "--env", "GOCACHE=/tmp/gocache",
+			"--env", "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin",
 			"--env", "GOTOOLCHAIN=local", "--env", "CGO_ENABLED=0",
 			"--", "go build -o hello . && ./hello 2>&1")
 		if err != nil {
