@@ -55,10 +55,11 @@
 //     milliseconds later.
 //
 // The backend drives the runc binary (Debian's runc package) with
-// os/exec: `runc run --bundle DIR ID` in the foreground, with the
-// process's stdio as pipes, then `runc delete --force ID` whatever
-// happened. It does not link libcontainer: that needs cgo and pins a
-// large dependency tree, and the runc CLI is a stable interface.
+// os/exec: `runc run --bundle DIR ID` in the foreground, a child of the
+// plugin, then `runc delete --force ID` if runc left the container behind
+// (it deletes it itself when it sees it exit). It does not link
+// libcontainer: that needs cgo and pins a large dependency tree, and the
+// runc CLI is a stable interface.
 //
 // Spec types: github.com/opencontainers/runtime-spec/specs-go (v1.3.0,
 // served by the module proxy). It is the spec's own Go definition, has no
@@ -76,29 +77,35 @@
 // parent's memory.events (hierarchical) is read. The parent is removed
 // after `runc delete`.
 //
-// Init: each container's PID 1 is the plugin's own executable (built
-// static), bind-mounted read-only at /dev/.computerfs-init and started
-// with InitArg (RunInit). It sets a parent-death signal, runs the command
-// in its own process group, forwards SIGTERM, SIGINT and the like to that
-// group, reaps orphans and exits with the command's status. runc itself
-// runs with a parent-death signal too, so a plugin killed with SIGKILL,
-// or its daemon, takes its containers' processes with it at once; what
-// is left on disk (runc state, bundle, cgroups) is swept by the next
-// plugin start. A plain `sleep` as PID 1 would ignore the timeout's
-// SIGTERM and wait out the grace period.
+// Init: each container's PID 1 is computerfs-container-init (package
+// containerinit; the plugin finds it beside itself, else uses its own
+// executable), bind-mounted read-only at /dev/.computerfs-init. It sets
+// a parent-death signal, runs the command in its own process group,
+// forwards SIGTERM, SIGINT and the like to that group, reaps orphans and
+// exits with the command's status. runc itself runs with a parent-death
+// signal too, so a plugin killed with SIGKILL, or its daemon, takes its
+// containers' processes with it at once; what is left on disk (runc
+// state, bundle, cgroups) is swept by the next plugin start. A plain
+// `sleep` as PID 1 would ignore the timeout's SIGTERM and wait out the
+// grace period. Without an init (Init empty, or a configured rootfs it
+// cannot run in) the command is PID 1 and runc's stdio is its own.
 //
-// Warm containers: with an init, a container can start before its
-// command is known. The backend keeps a pool of such containers (setting
-// "pool", default 1, 0 to turn it off), started with the default limits:
-// `runc run` in the foreground, the init waiting on a control pipe (fd 3,
-// --preserve-fds) for one JSON line with the command's argv, environment
-// and directory, then "signal N" lines to forward. An exec with the
-// default limits takes one, sends its command and skips runc's creation
-// of namespaces, mounts and cgroups; a replacement starts in the
-// background. An exec with other limits, or with no warm container
-// ready, starts its own the same way. Everything else (stdio, timeout,
-// OOM, cleanup) is the same for both. A warm container is an init
-// process that sleeps on a pipe: it costs a few MiB of memory.
+// Warm containers: with an init, a container starts before its command
+// is known. `runc run` starts the init with one end of a control socket
+// (fd 3, --preserve-fds); the init says "ready", then receives one JSON
+// line with the command's argv, environment and directory together with
+// its stdin, stdout and stderr (SCM_RIGHTS: runc never holds them), then
+// "signal N" lines to forward; it answers "exit N" when the command is
+// over. So an exec's output ends and its exit is known when the command
+// ends, not when runc has torn the container down (~0.1 s here): that
+// teardown, and the removal of the bundle and cgroups, finish in the
+// background, and Close waits for them. The backend keeps a pool of
+// ready containers (setting "pool", default 1, 0 to turn it off) made
+// with the default limits; an exec with those limits takes one and skips
+// runc's creation of namespaces, mounts and cgroups, and its replacement
+// starts once the exec is done. An exec with other limits, or with no
+// warm container ready, starts its own the same way. A warm container is
+// an init sleeping on a socket: a few MiB of memory.
 //
 // State lives under /run/computerfs-container (runc's --root, bundles and
 // the per-process rootfs), never on the FUSE mount. At start the backend
