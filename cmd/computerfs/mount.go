@@ -85,7 +85,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	switch allowOther {
 	case "yes", "true":
 		other = true
-	case "no", "false", "auto": // auto: the default, as before it meant yes for root
+	case "no", "false", "auto": // auto, once "yes for root", now means the default
 	default:
 		return fmt.Errorf("--allow-other: want yes or no, not %q", allowOther)
 	}
