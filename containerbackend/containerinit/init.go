@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -136,11 +137,32 @@ func receive(fd int) (cmd Command, stdio [3]int, rest []byte, err error) {
 		}
 		data = append(data, buf[:m]...)
 	}
-	line, rest, _ := bytes.Cut(data, []byte("\n"))
-	if err := json.Unmarshal(line, &cmd); err != nil {
-		return cmd, stdio, nil, fmt.Errorf("bad command: %w", err)
+	cmd, rest, err = parseCommand(data)
+	return cmd, stdio, rest, err
+}
+
+// parseCommand decodes the command's line from the start of data and
+// returns what follows it.
+func parseCommand(data []byte) (Command, []byte, error) {
+	var cmd Command
+	line, rest, ok := bytes.Cut(data, []byte("\n"))
+	if !ok {
+		return cmd, nil, errors.New("no end of line after the command")
 	}
-	return cmd, stdio, rest, nil
+	if err := json.Unmarshal(line, &cmd); err != nil {
+		return cmd, nil, fmt.Errorf("bad command: %w", err)
+	}
+	for _, kv := range cmd.Env {
+		if !strings.Contains(kv, "=") || strings.IndexByte(kv, 0) >= 0 {
+			return cmd, nil, fmt.Errorf("bad environment entry %q", kv)
+		}
+	}
+	for _, a := range cmd.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return cmd, nil, errors.New("a NUL byte in an argument")
+		}
+	}
+	return cmd, rest, nil
 }
 
 // forwardSignals passes "signal N" lines to the command's process group
