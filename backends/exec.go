@@ -37,6 +37,9 @@ type Request struct {
 	Stdin       io.Reader
 	// Signals forwards signals (SIGINT, SIGTERM, SIGKILL) to the command.
 	Signals <-chan syscall.Signal
+	// ID is the exec's ID in its record, from NewExecID; empty: Exec
+	// makes one. Callers that announce the exec before it runs set it.
+	ID string
 }
 
 // Result is how an exec ended, and its record.
@@ -183,7 +186,11 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{ID: r.newExecID(), Backend: id, Reason: reason, Start: time.Now()}
+	execID := req.ID
+	if execID == "" {
+		execID = r.NewExecID()
+	}
+	res := &Result{ID: execID, Backend: id, Reason: reason, Start: time.Now()}
 
 	// The exec's view of the workspace, and its token.
 	view := r.opts.WS
@@ -517,7 +524,8 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 	}
 }
 
-func (r *Runtime) newExecID() string {
+// NewExecID makes a new exec ID, unique in this runtime.
+func (r *Runtime) NewExecID() string {
 	r.mu.Lock()
 	r.execSeq++
 	n := r.execSeq

@@ -68,6 +68,7 @@ func (s *Service) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutp
 		return status.Error(codes.NotFound, err.Error())
 	}
 	req.Backend = id
+	req.ID = s.rt.NewExecID() // announced before the exec runs
 	stdinR, stdinW := io.Pipe()
 	defer stdinR.Close()
 	signals := make(chan syscall.Signal, 8)
@@ -100,7 +101,7 @@ func (s *Service) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutp
 			return nil
 		}
 		chosenSent = true
-		return send(&pb.ExecOutput{Msg: &pb.ExecOutput_Chosen{Chosen: &pb.Chosen{Backend: id, Reason: reason}}})
+		return send(&pb.ExecOutput{Msg: &pb.ExecOutput_Chosen{Chosen: &pb.Chosen{ExecId: req.ID, Backend: id, Reason: reason}}})
 	}
 	if err := announce(); err != nil {
 		return err

@@ -127,7 +127,7 @@ func TestService(t *testing.T) {
 		if last := r.msgs[len(r.msgs)-1]; last.GetExit() == nil {
 			t.Errorf("the last message is not exit: %v", last)
 		}
-		if r.chosen.Backend != "test" || r.chosen.Reason != "named by the caller" {
+		if r.chosen.Backend != "test" || r.chosen.Reason != "named by the caller" || r.chosen.ExecId == "" {
 			t.Errorf("chosen %v", r.chosen)
 		}
 		if r.stdout != "abcdef" || r.exit.GetExitCode() != 0 || r.summary == nil {
