@@ -28,8 +28,11 @@ import (
 
 // Options tune the mount.
 type Options struct {
-	// AllowOther lets other users (containers, test users) use the mount;
-	// the kernel then checks permissions (default_permissions).
+	// AllowOther lets users other than the mounting one use the mount;
+	// the kernel then checks permissions (default_permissions), which
+	// costs a GETATTR after every change to a directory. Root in a
+	// container of the same user namespace is the mounting user when the
+	// daemon runs as root, and needs no AllowOther.
 	AllowOther bool
 	// EntryTimeout and AttrTimeout bound the kernel's caching (1h if 0).
 	EntryTimeout time.Duration
