@@ -889,3 +889,87 @@ func TestMountBusy(t *testing.T) {
 	p.wait(t, 30*time.Second)
 	fsckClean(t, home, ws)
 }
+
+// mountOptions returns the mount options of mnt from mountinfo (both the
+// per-mount and the superblock ones).
+func mountOptions(t *testing.T, mnt string) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 5 && f[4] == mnt {
+			return line
+		}
+	}
+	t.Fatalf("%s is not in mountinfo", mnt)
+	return ""
+}
+
+// The mount serves its owner alone unless --allow-other yes; then the
+// kernel checks permissions for everyone.
+func TestMountAllowOther(t *testing.T) {
+	needFUSE(t)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv (util-linux)")
+	}
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		wantOptions bool // allow_other and default_permissions
+	}{
+		{name: "default"},
+		{name: "auto", args: []string{"--allow-other", "auto"}},
+		{name: "yes", args: []string{"--allow-other", "yes"}, wantOptions: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, ws, mnt := tempWorkspace(t)
+			startMount(t, home, ws, mnt, tc.args...)
+			os.WriteFile(filepath.Join(mnt, "public"), []byte("for all\n"), 0o644)
+			os.WriteFile(filepath.Join(mnt, "private"), []byte("mine\n"), 0o600)
+			line := mountOptions(t, mnt)
+			if has := strings.Contains(line, "allow_other") && strings.Contains(line, "default_permissions"); has != tc.wantOptions {
+				t.Errorf("allow_other and default_permissions: %v, want %v: %s", has, tc.wantOptions, line)
+			}
+			asNobody := func(args ...string) (string, error) {
+				out, err := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--"}, args...)...).CombinedOutput()
+				return string(out), err
+			}
+			// The test's own directories above the mount (made 0700 by
+			// t.TempDir) must let nobody through; nothing above them is
+			// touched.
+			for d := filepath.Dir(mnt); len(d) > len(testRoot(t, mnt)); d = filepath.Dir(d) {
+				os.Chmod(d, 0o755)
+			}
+			os.Chmod(testRoot(t, mnt), 0o755)
+			out, err := asNobody("cat", filepath.Join(mnt, "public"))
+			if tc.wantOptions {
+				if err != nil || out != "for all\n" {
+					t.Errorf("nobody reading a 0644 file: %v %q", err, out)
+				}
+				if out, err := asNobody("cat", filepath.Join(mnt, "private")); err == nil || !strings.Contains(out, "Permission denied") {
+					t.Errorf("nobody reading a 0600 file of root's: %v %q", err, out)
+				}
+			} else if err == nil || !strings.Contains(out, "Permission denied") {
+				t.Errorf("nobody on an owner-only mount: %v %q", err, out)
+			}
+		})
+	}
+}
+
+// testRoot is the directory t.TempDir made for this test (the parent of
+// its numbered directory), which holds mnt.
+func testRoot(t *testing.T, mnt string) string {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	rel, err := filepath.Rel(tmp, mnt)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		t.Fatalf("%s is not under %s", mnt, tmp)
+	}
+	first := strings.Split(rel, string(filepath.Separator))[0]
+	if first == "" || first == "." {
+		t.Fatalf("%s has no test directory under %s", mnt, tmp)
+	}
+	return filepath.Join(tmp, first)
+}
