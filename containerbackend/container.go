@@ -64,13 +64,20 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 	if b.v2 {
 		p.memoryBytes = lim.memory
 	}
-	var childEnds []*os.File
-	defer func() {
+	var childEnds []*os.File // runc's ends of the pipes: ours to close once it has them
+	closeChildEnds := func() {
 		for _, f := range childEnds {
 			f.Close()
 		}
+		childEnds = nil
+	}
+	started := false
+	defer func() {
+		closeChildEnds()
 		if err != nil {
-			close(c.waited) // nothing runs: cleanup need not wait
+			if !started {
+				close(c.waited) // nothing runs: cleanup need not wait
+			}
 			c.cleanup(b)
 		}
 	}()
@@ -151,6 +158,9 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start runc: %w", err)
 	}
+	started = true
+	// Only runc holds them now: its exit, or the init's, is EOF for us.
+	closeChildEnds()
 	go func() {
 		c.waitErr = c.cmd.Wait()
 		close(c.waited)

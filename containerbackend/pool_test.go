@@ -213,3 +213,27 @@ func TestStartupLatency(t *testing.T) {
 		})
 	}
 }
+
+// A container whose init cannot start fails its exec at once, with what
+// runc said, and leaves nothing behind.
+func TestInitFailsToStart(t *testing.T) {
+	b, _ := newBackendWith(t, nil, func(b *Backend) {
+		b.Init = filepath.Join(t.TempDir(), "no-such-init")
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Exec(context.Background(), &pluginapi.Exec{
+			Start: &pb.ExecStart{Argv: []string{"true"}, Kind: "argv", Env: testEnv},
+			Stdin: strings.NewReader(""), Stdout: &syncBuffer{}, Stderr: &syncBuffer{},
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not start") {
+			t.Errorf("exec with a missing init: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("exec with a missing init hangs")
+	}
+}
