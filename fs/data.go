@@ -492,6 +492,18 @@ func (f *FS) loadChunkLocked(id chunkstore.ID) ([]byte, func(), error) {
 // bytes written. Full chunks are sealed at once; the rest wait for close,
 // fsync or the committer's tick.
 func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendMode bool) (int, error) {
+	return f.write(ctx, ino, off, data, appendMode, nil)
+}
+
+// WriteIf is Write that happens only while ino is at version (from
+// OpenVersion): checked when the first byte is applied, under the same
+// lock, so nothing else can come between. Otherwise it writes nothing and
+// returns ErrChanged.
+func (f *FS) WriteIf(ctx context.Context, ino Ino, version uint64, off int64, data []byte, appendMode bool) (int, error) {
+	return f.write(ctx, ino, off, data, appendMode, &version)
+}
+
+func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendMode bool, want *uint64) (int, error) {
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
@@ -528,6 +540,9 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		inChunk := int(pos % cs)
 		piece := min(len(data)-written, int(cs)-inChunk)
 		if piece == int(cs) && len(trimZeros(data[written:written+piece])) == 0 {
+			if written == 0 && want != nil && n.version != *want {
+				return 0, ErrChanged
+			}
 			// A whole chunk of zeros is a hole: no buffer, no hashing.
 			f.holeSlotLocked(n, idx)
 			n.version = f.bump() // mu may be released before the touch below
@@ -549,6 +564,11 @@ func (f *FS) Write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				off = int64(n.attr.Size) - int64(written)
 				continue
 			}
+		}
+		if written == 0 && want != nil && n.version != *want {
+			// Checked after every wait that released mu, before the
+			// first change: a wait further on starts the loop over.
+			return 0, ErrChanged
 		}
 		var s *slot
 		if piece == int(cs) {

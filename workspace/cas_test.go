@@ -66,7 +66,7 @@ func TestCASAgainstOtherDoors(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		for _, how := range []string{"write", "edit"} {
+		for _, how := range []string{"write", "edit", "append"} {
 			t.Run(tc.name+"/"+how, func(t *testing.T) {
 				f, err := fs.Open(filepath.Join(t.TempDir(), "ws.cfs"), fs.Options{})
 				if err != nil {
@@ -86,14 +86,19 @@ func TestCASAgainstOtherDoors(t *testing.T) {
 					w.beforeReplace = nil // not for the door's own writes
 					tc.meanwhile(t, w, f, fs.Ino(st.Ino))
 				}
-				if how == "write" {
+				own := "cas\n" // the content the CAS makes
+				switch how {
+				case "write":
 					_, err = w.Write(ctx, "/f", strings.NewReader("cas\n"), WriteOptions{IfMatch: Hash([]byte(before))})
-				} else {
+				case "edit":
 					_, err = w.Edit(ctx, "/f", []Edit{{Old: "v1", New: "cas"}}, EditOptions{})
+				case "append":
+					own = before + "more\n"
+					_, err = w.Write(ctx, "/f", strings.NewReader("more\n"), WriteOptions{Append: true, IfMatch: Hash([]byte(before))})
 				}
 				want := tc.want
 				if want == "" && tc.name == "nothing" {
-					want = "cas\n"
+					want = own
 					if err != nil {
 						t.Fatalf("%s with nothing in between: %v", how, err)
 					}

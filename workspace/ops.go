@@ -449,7 +449,11 @@ func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions,
 		}
 	}
 	if opt.Append {
-		return w.appendTo(ctx, p, res, r, opt)
+		var want *uint64
+		if opt.IfMatch != "" {
+			want = &version
+		}
+		return w.appendTo(ctx, p, res, r, opt, want)
 	}
 	perm := uint32(0o644)
 	uid, gid := w.opts.Caller.Uid, w.opts.Caller.Gid
@@ -544,7 +548,9 @@ func (w *WS) writeAll(ctx context.Context, ino fs.Ino, off int64, data []byte, a
 	return done, nil
 }
 
-func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, opt WriteOptions) (WriteResult, error) {
+// appendTo appends r to the file; with want (a compare-and-swap), its
+// first bytes land only if the file is still at that version.
+func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, opt WriteOptions, want *uint64) (WriteResult, error) {
 	const op = "write"
 	created := false
 	ino := res.ino
@@ -559,7 +565,7 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 		}
 		ino, created = a.Ino, true
 		w.invalidate(res.parent, res.name, 0)
-	} else if opt.Perm != 0 {
+	} else if opt.Perm != 0 && want == nil {
 		if _, err := w.f.SetAttr(w.opts.Caller, ino, fs.SetAttrIn{Mode: &opt.Perm}); err != nil {
 			return WriteResult{}, pathErr(op, p, err)
 		}
@@ -568,12 +574,52 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 		return WriteResult{}, pathErr(op, p, err)
 	}
 	defer w.f.Release(ino)
+	if want != nil && w.beforeReplace != nil {
+		w.beforeReplace()
+	}
 	buf := make([]byte, maxIO)
 	var written int64
 	for {
 		n, rerr := io.ReadFull(r, buf)
+		if n == 0 && want != nil && rerr != nil {
+			// Nothing to append: the check alone decides.
+			if _, v, err := w.f.OpenVersion(ino); err == nil {
+				w.f.Release(ino)
+				if v != *want {
+					return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file changed meanwhile", ErrConflict))
+				}
+			}
+			want = nil
+			if opt.Perm != 0 {
+				if _, err := w.f.SetAttr(w.opts.Caller, ino, fs.SetAttrIn{Mode: &opt.Perm}); err != nil {
+					return WriteResult{}, pathErr(op, p, err)
+				}
+			}
+		}
 		if n > 0 {
-			m, err := w.writeAll(ctx, ino, 0, buf[:n], true)
+			data := buf[:n]
+			var m int64
+			var err error
+			if want != nil {
+				// The compare-and-swap: the first bytes, only if nothing
+				// changed the file since its hash was checked.
+				k, werr := w.f.WriteIf(ctx, ino, *want, 0, data, true)
+				m, err = int64(k), werr
+				if errors.Is(err, fs.ErrChanged) {
+					return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file changed meanwhile", ErrConflict))
+				}
+				if err == nil && k < len(data) {
+					var more int64
+					more, err = w.writeAll(ctx, ino, 0, data[k:], true)
+					m += more
+				}
+				want = nil
+				if err == nil && opt.Perm != 0 {
+					_, err = w.f.SetAttr(w.opts.Caller, ino, fs.SetAttrIn{Mode: &opt.Perm})
+				}
+			} else {
+				m, err = w.writeAll(ctx, ino, 0, data, true)
+			}
 			written += m
 			if err != nil {
 				w.invalidate(0, "", ino)

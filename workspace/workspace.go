@@ -93,7 +93,7 @@ type WS struct {
 	// against every other door the swap itself is fs.ReplaceIf's.
 	writeMu *chanMutex
 	// beforeReplace, when set (tests), runs between a write's checks and
-	// its replace.
+	// its replace (or a compare-and-swap append's first bytes).
 	beforeReplace func()
 }
 
