@@ -469,7 +469,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		if c.ctl != nil {
 			// The init passes it to the command's process group, as a
 			// terminal would.
-			if c.send(sig) == nil {
+			if c.signal(sig) == nil {
 				return
 			}
 		}

@@ -194,21 +194,10 @@ func (c *container) exited() bool {
 	}
 }
 
-// send writes one line to the init's control pipe.
-func (c *container) send(v any) error {
-	var line []byte
-	switch v := v.(type) {
-	case syscall.Signal:
-		line = fmt.Appendf(nil, "signal %d\n", int(v))
-	default:
-		js, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		line = append(js, '\n')
-	}
+// signal asks the init to pass sig to the command's process group.
+func (c *container) signal(sig syscall.Signal) error {
 	c.ctl.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, err := c.ctl.Write(line)
+	_, err := c.ctl.Write(fmt.Appendf(nil, "signal %d\n", int(sig)))
 	return err
 }
 
