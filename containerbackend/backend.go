@@ -58,11 +58,13 @@ type Backend struct {
 	// the same path (the benchmarks' inputs). Plugins started by the
 	// daemon have none: what a container reaches is the policy's.
 	ExtraBinds []string
-	// Init is a binary that serves as each container's PID 1 when started
-	// with InitArg (see RunInit): the plugin's own executable. Empty, the
-	// command is PID 1 itself: a plain sleep then ignores the timeout's
-	// SIGTERM, and a plugin killed with SIGKILL leaves its containers'
-	// processes running until the next start sweeps them.
+	// Init is a static binary that serves as each container's PID 1 when
+	// started with InitArg (package containerinit): computerfs-container-init,
+	// or a binary that calls MaybeRunInit first. It also makes warm
+	// containers possible. Empty, the command is PID 1 itself: no pool, a
+	// plain sleep ignores the timeout's SIGTERM, and a plugin killed with
+	// SIGKILL leaves its containers' processes running until the next
+	// start sweeps them.
 	Init string
 	// Logger gets the backend's warnings (slog's default if nil).
 	Logger *slog.Logger

@@ -211,7 +211,7 @@ func makeSpec(p specParams) *specs.Spec {
 	args := p.args
 	if p.init != "" {
 		mounts = append(mounts, specs.Mount{Destination: initPath, Type: "bind", Source: p.init, Options: []string{"bind", "ro", "nosuid", "nodev"}})
-		// The command comes on the control pipe (fd 3, see RunInit).
+		// The command comes on the control socket (fd 3, see package containerinit).
 		args = []string{initPath, InitArg, "--control", "3"}
 	}
 	for _, d := range p.binds {
