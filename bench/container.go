@@ -51,17 +51,8 @@ func ContainerAvailable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("--in-container needs root: runc runs the containers")
 	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		found := false
-		for _, c := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc"} {
-			if _, err := os.Stat(c); err == nil {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return errors.New("--in-container needs runc, which is not installed (Debian: apt-get install runc)")
-		}
+	if _, err := containerbackend.FindRunc(); err != nil {
+		return fmt.Errorf("--in-container needs runc: %w", err)
 	}
 	if err := containerbackend.CgroupsAvailable(); err != nil {
 		return fmt.Errorf("--in-container: cgroups: %w", err)

@@ -164,6 +164,20 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 	}, nil
 }
 
+// FindRunc finds the runc binary: on PATH, or where Debian and the
+// upstream installer put it (root's PATH may lack the sbin directories).
+func FindRunc() (string, error) {
+	if p, err := exec.LookPath("runc"); err == nil {
+		return p, nil
+	}
+	for _, c := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc"} {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", errors.New("runc not found: install it (apt-get install runc)")
+}
+
 func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 	set, err := parseSettings(cfg.Settings)
 	if err != nil {
@@ -188,17 +202,9 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 		}
 	}
 	if b.Runc == "" {
-		p, err := exec.LookPath("runc")
+		p, err := FindRunc()
 		if err != nil {
-			for _, c := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc"} {
-				if _, err2 := os.Stat(c); err2 == nil {
-					p, err = c, nil
-					break
-				}
-			}
-			if err != nil {
-				return errors.New("runc not found: install it (apt-get install runc)")
-			}
+			return err
 		}
 		b.Runc = p
 	}
@@ -623,7 +629,7 @@ func (b *Backend) Close() {
 // refill has the pool make up for a container it lent.
 func (b *Backend) refill() {
 	if b.pool != nil {
-		b.pool.refill()
+		b.pool.fill()
 	}
 }
 

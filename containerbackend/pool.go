@@ -65,7 +65,7 @@ func (p *pool) fill() {
 }
 
 // take returns a warm container made with lim, or nil. The caller calls
-// refill once its exec is done.
+// fill once its exec is done.
 func (p *pool) take(ctx context.Context, lim limitsKey) *container {
 	if lim != p.limits {
 		return nil
@@ -80,9 +80,9 @@ func (p *pool) take(ctx context.Context, lim limitsKey) *container {
 		p.ready = p.ready[1:]
 		p.mu.Unlock()
 		if !c.exited() {
-			// The replacement starts once this exec is done (refill): two
+			// The replacement starts once this exec is done: two
 			// cores are too few to build a container beside the exec
-			// without slowing it down.
+			// without slowing it down (the exec's end calls fill).
 			return c
 		}
 		// Died while it waited (killed, or out of memory at start).
@@ -109,6 +109,3 @@ func (p *pool) close() {
 		c.cleanup(p.b)
 	}
 }
-
-// refill starts the replacements of the containers taken.
-func (p *pool) refill() { p.fill() }
