@@ -12,15 +12,21 @@ import (
 //
 // Its buffers are recycled: fresh memory is slow to touch on these
 // machines (first-touch faults ran at 80-230 MiB/s), and a cold read
-// decodes a chunk per MiB. A reader holds an entry (get or put) until it
+// decodes a chunk per MiB. A reader holds an entry (acquire or putClaimed) until it
 // has copied what it needs and calls release; an evicted entry's buffer is
 // reused only once nobody holds it.
+//
+// A chunk being decoded is claimed, so that a reader and the prefetcher
+// (or two readers) never decode the same chunk twice: the others wait for
+// the claim to end and look again.
 type chunkCache struct {
-	mu    sync.Mutex
-	max   int
-	order []*cacheEntry // most recent last
-	byID  map[chunkstore.ID]*cacheEntry
-	free  [][]byte
+	mu      sync.Mutex
+	max     int
+	order   []*cacheEntry // most recent last
+	byID    map[chunkstore.ID]*cacheEntry
+	loading map[chunkstore.ID]chan struct{} // claimed chunks; closed when the claim ends
+	free    [][]byte
+	decoded uint64 // chunks decoded into the cache, ever
 }
 
 type cacheEntry struct {
@@ -33,17 +39,56 @@ type cacheEntry struct {
 func (c *chunkCache) init(max int) {
 	c.max = max
 	c.byID = make(map[chunkstore.ID]*cacheEntry, max)
+	c.loading = make(map[chunkstore.ID]chan struct{})
 }
 
-// get returns a held entry, or nil.
-func (c *chunkCache) get(id chunkstore.ID) *cacheEntry {
+// acquire returns a held entry if id is cached. Otherwise, if another
+// goroutine is decoding id, it returns a channel closed when that ends;
+// if nobody is, it claims id for the caller, who must end the claim with
+// putClaimed or unclaim.
+func (c *chunkCache) acquire(id chunkstore.ID) (e *cacheEntry, wait <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.byID[id]
-	if e != nil {
+	if e := c.byID[id]; e != nil {
 		e.refs++
+		return e, nil
 	}
-	return e
+	if ch := c.loading[id]; ch != nil {
+		return nil, ch
+	}
+	c.loading[id] = make(chan struct{})
+	return nil, nil
+}
+
+// has reports whether id is cached or being decoded.
+func (c *chunkCache) has(id chunkstore.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byID[id] != nil || c.loading[id] != nil
+}
+
+// unclaim ends a claim that produced nothing.
+func (c *chunkCache) unclaim(id chunkstore.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endClaimLocked(id)
+}
+
+func (c *chunkCache) endClaimLocked(id chunkstore.ID) {
+	if ch := c.loading[id]; ch != nil {
+		close(ch)
+		delete(c.loading, id)
+	}
+}
+
+// putClaimed adds the chunk decoded under a claim, ends the claim and
+// returns the entry held.
+func (c *chunkCache) putClaimed(id chunkstore.ID, data []byte) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endClaimLocked(id)
+	c.decoded++
+	return c.putLocked(id, data)
 }
 
 // buffer returns a recycled buffer of at least n bytes, or a new one.
@@ -72,12 +117,10 @@ func (c *chunkCache) recycleLocked(b []byte) {
 	}
 }
 
-// put adds a decoded chunk whose buffer came from buffer and returns it
-// held. If another reader added the same chunk meanwhile, that entry is
-// returned and data is recycled.
-func (c *chunkCache) put(id chunkstore.ID, data []byte) *cacheEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// putLocked adds a decoded chunk whose buffer came from buffer and returns
+// it held. If the chunk is there already, that entry is returned and data
+// is recycled.
+func (c *chunkCache) putLocked(id chunkstore.ID, data []byte) *cacheEntry {
 	if e := c.byID[id]; e != nil {
 		c.recycleLocked(data)
 		e.refs++

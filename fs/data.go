@@ -313,22 +313,92 @@ func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error)
 // loadChunk returns the verified plaintext of a stored chunk, which the
 // caller must not modify, and must stop using when it calls release.
 func (f *FS) loadChunk(id chunkstore.ID) (data []byte, release func(), err error) {
-	e := f.cache.get(id)
-	if e == nil {
-		buf := f.cache.buffer(f.chunkSize)
-		var out []byte
-		err := f.store.View(func(tx *chunkstore.Tx) error {
-			var err error
-			out, err = tx.Get(id, buf)
-			return err
-		})
-		if err != nil {
-			f.cache.recycle(buf)
-			return nil, nil, err
+	for {
+		e, wait := f.cache.acquire(id)
+		if wait != nil {
+			<-wait // somebody else is decoding it: look again
+			continue
 		}
-		e = f.cache.put(id, out)
+		if e == nil {
+			if e, err = f.decodeClaimed(id); err != nil {
+				return nil, nil, err
+			}
+		}
+		return e.data, func() { f.cache.release(e) }, nil
 	}
-	return e.data, func() { f.cache.release(e) }, nil
+}
+
+// decodeClaimed decodes and verifies a chunk the caller has claimed in the
+// cache, and ends the claim.
+func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
+	buf := f.cache.buffer(f.chunkSize)
+	var out []byte
+	err := f.store.View(func(tx *chunkstore.Tx) error {
+		var err error
+		out, err = tx.Get(id, buf)
+		return err
+	})
+	if err != nil {
+		f.cache.recycle(buf)
+		f.cache.unclaim(id)
+		return nil, err
+	}
+	return f.cache.putClaimed(id, out), nil
+}
+
+// readAheadChunks is how many stored chunks past a sequential read are
+// decoded ahead, so that reading the store, decompressing and verifying
+// the next chunk overlap with the kernel copying this one out.
+const readAheadChunks = 2
+
+// readAheadLocked queues the stored chunks that follow a read ending at
+// end, if the node is being read sequentially.
+func (f *FS) readAheadLocked(n *node, off, end int64) {
+	sequential := off == n.nextRead
+	n.nextRead = end
+	if !sequential || end >= int64(n.attr.Size) {
+		return
+	}
+	cs := int64(f.chunkSize)
+	first := uint64((end + cs - 1) / cs)
+	last := uint64((int64(n.attr.Size) - 1) / cs)
+	for idx := first; idx < first+readAheadChunks && idx <= last; idx++ {
+		if n.slots[idx] != nil {
+			continue // in memory, or about to change
+		}
+		id, ok, err := f.storedChunkLocked(n, idx)
+		if err != nil || !ok || f.cache.has(id) {
+			continue
+		}
+		select {
+		case f.readAhead <- id:
+		default: // the prefetcher is behind: reading on will load it
+		}
+	}
+}
+
+// prefetcher decodes the chunks readAheadLocked queues into the cache.
+func (f *FS) prefetcher() {
+	defer f.wg.Done()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case id := <-f.readAhead:
+			e, wait := f.cache.acquire(id)
+			switch {
+			case e != nil:
+				f.cache.release(e)
+			case wait != nil: // being decoded already
+			default:
+				// A chunk deleted meanwhile, or damaged, is the reader's to
+				// report when it gets there.
+				if e, err := f.decodeClaimed(id); err == nil {
+					f.cache.release(e)
+				}
+			}
+		}
+	}
 }
 
 // dirtySlotLocked returns a writable slot for chunk idx holding its current
@@ -690,6 +760,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 		}
 		done += piece
 	}
+	f.readAheadLocked(n, off, off+int64(total))
 	f.maybeForgetLocked(n)
 	f.mu.Unlock()
 	for _, l := range loads {

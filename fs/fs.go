@@ -30,11 +30,18 @@
 // writers wait while the committer drains slots (backpressure), so memory
 // is bounded.
 //
+// Reads decode and verify stored chunks into a small cache of recycled
+// buffers. A read that goes on where the last one on the node stopped
+// queues the next stored chunks for a prefetcher goroutine, so that
+// reading the store and verifying overlap with the kernel copying out.
+//
 // # Locking
 //
 // mu protects everything in memory. It is never held across a bbolt write
 // transaction or a chunk decode; bbolt read transactions of metadata may run
-// under it. Blocking waits use cond, which shares mu.
+// under it. Blocking waits use cond, which shares mu. The chunk cache has a
+// mutex of its own, a leaf: it may be taken under mu, and nothing is taken
+// under it.
 //
 // # Durability
 //
@@ -121,6 +128,7 @@ type FS struct {
 	queue     []*slot       // sealed slots waiting for a worker
 	work      chan struct{} // wakes workers
 	cache     chunkCache
+	readAhead chan chunkstore.ID // chunks for the prefetcher
 
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -156,6 +164,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		dead:      make(map[Ino]bool),
 		kick:      make(chan struct{}, 1),
 		work:      make(chan struct{}, 64),
+		readAhead: make(chan chunkstore.ID, 8*readAheadChunks),
 		stop:      make(chan struct{}),
 	}
 	f.cond = sync.NewCond(&f.mu)
@@ -182,6 +191,8 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	}
 	f.wg.Add(1)
 	go f.committer()
+	f.wg.Add(1)
+	go f.prefetcher()
 	return f, nil
 }
 

@@ -31,6 +31,9 @@ type node struct {
 	listGen uint64
 	// xattrs overlays committed extended attributes.
 	xattrs map[string]*xattrChange
+	// nextRead is where a sequential read would go on: a read there
+	// triggers read-ahead (see readAheadLocked).
+	nextRead int64
 	// slots are the chunks of a file that differ from the store.
 	slots map[uint64]*slot
 	// trunc: committed chunks at or past this index are stale (the file

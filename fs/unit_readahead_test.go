@@ -1,0 +1,178 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+// cachedIDs reports which of ids the chunk cache holds.
+func cachedIDs(f *FS, ids []chunkstore.ID) []bool {
+	f.cache.mu.Lock()
+	defer f.cache.mu.Unlock()
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = f.cache.byID[id] != nil
+	}
+	return out
+}
+
+// storedIDs returns the IDs of a committed file's chunks, in order.
+func storedIDs(t *testing.T, f *FS, ino Ino, chunks int) []chunkstore.ID {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.getNodeLocked(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]chunkstore.ID, chunks)
+	for i := range ids {
+		id, ok, err := f.storedChunkLocked(n, uint64(i))
+		if err != nil || !ok {
+			t.Fatalf("chunk %d not stored: %v", i, err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// TestReadAhead checks that a sequential read has the prefetcher decode
+// the chunks after it, that a read elsewhere does not, and that what is
+// read is right either way.
+func TestReadAhead(t *testing.T) {
+	const cs = 64 << 10
+	tests := []struct {
+		name      string
+		reads     [][2]int // offset, length in bytes
+		wantAhead []int    // chunks that must end up cached without being read
+		wantCold  []int    // chunks that must not be cached
+	}{
+		{"from the start", [][2]int{{0, cs}}, []int{1, 2}, []int{3, 4, 5}},
+		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, []int{1, 2}, []int{3, 4}},
+		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, []int{3, 4}, []int{5}},
+		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, []int{1, 2}, []int{4, 5}},
+		{"the last chunk has nothing after it", [][2]int{{5 * cs, cs}}, nil, []int{0, 1, 2, 3, 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{ChunkSize: cs})
+			ctx := context.Background()
+			ino := h.create(RootIno, "f", 0o100644).Ino
+			data := make([]byte, 6*cs)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range data {
+				data[i] = byte(rng.IntN(256))
+			}
+			h.write(ino, 0, data)
+			h.sync()
+			h.reopen() // an empty cache
+			ids := storedIDs(t, h.f, ino, 6)
+			// Held open, as the mount and the file API do: a node nobody
+			// holds is dropped after each call, and its read position with it.
+			if _, err := h.f.Open(ino); err != nil {
+				t.Fatal(err)
+			}
+			defer h.f.Release(ino)
+			read := map[int]bool{}
+			for _, r := range tc.reads {
+				buf := make([]byte, r[1])
+				n, err := h.f.Read(ctx, ino, int64(r[0]), buf)
+				if err != nil || !bytes.Equal(buf[:n], data[r[0]:r[0]+r[1]]) {
+					t.Fatalf("read %d at %d: %d bytes, %v, or wrong bytes", r[1], r[0], n, err)
+				}
+				for c := r[0] / cs; c <= (r[0]+r[1]-1)/cs; c++ {
+					read[c] = true
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				got := cachedIDs(h.f, ids)
+				all := true
+				for _, c := range tc.wantAhead {
+					all = all && got[c]
+				}
+				if all {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("chunks %v not read ahead: cached %v", tc.wantAhead, got)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			got := cachedIDs(h.f, ids)
+			for _, c := range tc.wantCold {
+				if got[c] && !read[c] {
+					t.Errorf("chunk %d was read ahead: cached %v", c, got)
+				}
+			}
+		})
+	}
+}
+
+// TestConcurrentReadsDecodeOnce reads one cold chunk from many goroutines
+// at once: they must all get its bytes, and it must be decoded once.
+func TestConcurrentReadsDecodeOnce(t *testing.T) {
+	const cs = 64 << 10
+	h := newHarness(t, Options{ChunkSize: cs})
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := bytes.Repeat([]byte("0123456789abcdef"), cs/16)
+	h.write(ino, 0, data)
+	h.sync()
+	h.reopen()
+	id := storedIDs(t, h.f, ino, 1)[0]
+
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			got, release, err := h.f.loadChunk(id)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer release()
+			if !bytes.Equal(got, data) {
+				t.Error("wrong bytes")
+			}
+		})
+	}
+	wg.Wait()
+	h.f.cache.mu.Lock()
+	defer h.f.cache.mu.Unlock()
+	if len(h.f.cache.loading) != 0 {
+		t.Errorf("%d claims left", len(h.f.cache.loading))
+	}
+	if h.f.cache.decoded != 1 {
+		t.Errorf("the chunk was decoded %d times", h.f.cache.decoded)
+	}
+}
+
+// TestReadAheadOfDeletedChunk overwrites a file while its chunks are
+// queued for read-ahead: the prefetcher must drop what it cannot find,
+// and reads must see the new bytes.
+func TestReadAheadOfDeletedChunk(t *testing.T) {
+	const cs = 64 << 10
+	h := newHarness(t, Options{ChunkSize: cs})
+	ctx := context.Background()
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	for round := range 20 {
+		data := bytes.Repeat([]byte{byte(round + 1)}, 4*cs)
+		data[0] = 0xff // not a hole
+		h.write(ino, 0, data)
+		h.sync()
+		buf := make([]byte, 4*cs)
+		for off := 0; off < len(buf); off += cs {
+			if _, err := h.f.Read(ctx, ino, int64(off), buf[off:off+cs]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(buf, data) {
+			t.Fatalf("round %d: wrong bytes", round)
+		}
+	}
+}
