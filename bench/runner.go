@@ -493,6 +493,13 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 			return fail("setup", err)
 		}
 	}
+	// Settle every target before the clock starts, so that no target's
+	// timed step pays for the setup's writes: computerfs would still be
+	// hashing and committing them, and ext4 would write them back within
+	// the step if the kernel's dirty limits were reached.
+	if err := settle(ctx, t); err != nil {
+		return fail("setup", err)
+	}
 	start := time.Now()
 	m, err := w.Run(ctx, e)
 	elapsed := time.Since(start)
@@ -507,12 +514,9 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 	if err := os.RemoveAll(dir); err != nil {
 		return Sample{}, e.notes, fmt.Errorf("cleanup: %w", err)
 	}
-	if t.FS != nil {
-		if err := t.FS.Sync(ctx); err != nil {
-			return Sample{}, e.notes, fmt.Errorf("cleanup: sync workspace: %w", err)
-		}
+	if err := settle(ctx, t); err != nil {
+		return Sample{}, e.notes, fmt.Errorf("cleanup: %w", err)
 	}
-	syscall.Sync()
 	if t.runner != nil && w.commands {
 		// In containers: the commands' own time, measured inside them;
 		// the wall clock with the containers' start is a metric.
@@ -523,6 +527,18 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 		return Sample{Seconds: e.inner.Seconds(), Metrics: m}, e.notes, nil
 	}
 	return Sample{Seconds: elapsed.Seconds(), Metrics: m}, e.notes, nil
+}
+
+// settle commits the target's workspace, if it is ours, and syncs every
+// filesystem.
+func settle(ctx context.Context, t *Target) error {
+	if t.FS != nil {
+		if err := t.FS.Sync(ctx); err != nil {
+			return fmt.Errorf("sync workspace: %w", err)
+		}
+	}
+	syscall.Sync()
+	return nil
 }
 
 // summarize computes each target's statistics and ratio to the baseline.
