@@ -34,7 +34,13 @@ type Request struct {
 	Timeout     time.Duration
 	OutputLimit int64
 	Input       []byte // structured input (JSON)
-	Stdin       io.Reader
+	// Stdin is read until EOF or the end of the exec. A read still
+	// blocked when the exec ends is interrupted if Stdin allows it (an
+	// *io.PipeReader is closed, a reader with SetReadDeadline gets a past
+	// deadline), and Exec returns only once it has ended; any other
+	// reader must not block past the exec, or its reader goroutine waits
+	// for it.
+	Stdin io.Reader
 	// Signals forwards signals (SIGINT, SIGTERM, SIGKILL) to the command.
 	Signals <-chan syscall.Signal
 	// ID is the exec's ID in its record, from NewExecID; empty: Exec
@@ -464,6 +470,9 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 		select {
 		case o := <-done:
 			cancelStream()
+			if interruptRead(req.Stdin) {
+				<-stdinDone
+			}
 			exit := o.exit
 			if o.err != nil {
 				// A lying or broken plugin: its process is suspect.
@@ -522,6 +531,22 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 			killTimer = nil
 		}
 	}
+}
+
+// errExecEnded ends a read of an exec's stdin that outlived the exec.
+var errExecEnded = errors.New("exec ended")
+
+// interruptRead ends a Read blocked on r, or about to be, if r allows it,
+// and reports whether it could.
+func interruptRead(r io.Reader) bool {
+	switch r := r.(type) {
+	case *io.PipeReader:
+		r.CloseWithError(errExecEnded)
+		return true
+	case interface{ SetReadDeadline(time.Time) error }:
+		return r.SetReadDeadline(time.Now()) == nil
+	}
+	return false
 }
 
 // NewExecID makes a new exec ID, unique in this runtime.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,6 +172,49 @@ func TestExecBasics(t *testing.T) {
 	}
 	if n := len(pluginPids(h.owner)); n != 1 {
 		t.Errorf("%d plugin processes, want one for every exec", n)
+	}
+}
+
+// TestStdinNotReadPastExec gives execs a stdin nobody writes to or
+// closes: the exec must end anyway, and take its read of stdin with it.
+func TestStdinNotReadPastExec(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []string{pluginDir(t, "test")}, nil)
+	tests := []struct {
+		name   string
+		argv   []string
+		status int
+	}{
+		{"a command that does not read", []string{"echo", "hi"}, 0},
+		{"a command that fails", []string{"exit", "3"}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdinR, stdinW := io.Pipe()
+			defer stdinW.Close()
+			res, _, _, err := h.exec(t, &backends.Request{Backend: "test", Argv: tc.argv, Stdin: stdinR})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := backends.ExitStatus(res.Exit); got != tc.status {
+				t.Errorf("exit status %d, want %d", got, tc.status)
+			}
+			// Exec returned: its reader of stdin is gone, so a write
+			// fails at once instead of blocking for a reader.
+			written := make(chan error, 1)
+			go func() {
+				_, err := stdinW.Write([]byte("late"))
+				written <- err
+			}()
+			select {
+			case err := <-written:
+				if err == nil {
+					t.Error("a write to stdin after the exec found a reader")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("a write to stdin after the exec blocked: stdin is still open")
+			}
+		})
 	}
 }
 

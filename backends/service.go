@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -124,7 +123,6 @@ func (s *Service) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutp
 		})
 	}
 	res, err := s.rt.Exec(ctx, req, out(false), out(true))
-	stdinR.CloseWithError(errors.New("exec ended"))
 	if err != nil {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
