@@ -76,6 +76,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if r.InContainer {
 			fmt.Fprintln(bw, "in containers: each timed command ran in a runc container of its own, on the target as /workspace")
 		}
+		if r.SetupSettled {
+			fmt.Fprintln(bw, "between setup and timed step, every target was settled (workspace committed, filesystems synced)")
+		} else {
+			fmt.Fprintln(bw, "timed steps started right after setup, unsettled (--keep-setup-dirty)")
+		}
 	} else {
 		fmt.Fprintln(bw, "computerfs bench: scale scenarios")
 	}

@@ -69,6 +69,13 @@ type Config struct {
 	// drop_caches stay on the host. The job files and the scale scenarios
 	// do not run (a note says so). It needs root and runc.
 	InContainer bool
+	// KeepSetupDirty starts each timed step right after the workload's
+	// setup, without settling it first: ext4 and tmpfs still hold the
+	// setup's writes dirty in memory, and computerfs may still be hashing
+	// and committing them during the step. By default every target is
+	// settled (the workspace committed, every filesystem synced) between
+	// setup and the timed step.
+	KeepSetupDirty bool
 
 	Params ScenarioParams
 	// Progress receives a progress bar (ProgressBar, for a terminal) or
@@ -169,12 +176,15 @@ type Report struct {
 	Baseline string    `json:"baseline"`
 	// InContainer: the shell workloads' timed commands ran in runc
 	// containers, timed inside them (Config.InContainer).
-	InContainer bool              `json:"in_container,omitempty"`
-	Scratch     string            `json:"scratch"`
-	Targets     []*Target         `json:"targets"`
-	Workloads   []*WorkloadResult `json:"workloads"`
-	Scenarios   []*ScenarioResult `json:"scenarios,omitempty"`
-	Notes       []string          `json:"notes,omitempty"`
+	InContainer bool `json:"in_container,omitempty"`
+	// SetupSettled: every target was settled between a workload's setup
+	// and its timed step (see Config.KeepSetupDirty).
+	SetupSettled bool              `json:"setup_settled"`
+	Scratch      string            `json:"scratch"`
+	Targets      []*Target         `json:"targets"`
+	Workloads    []*WorkloadResult `json:"workloads"`
+	Scenarios    []*ScenarioResult `json:"scenarios,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
 }
 
 // HostInfo describes the machine.
@@ -314,7 +324,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if abs, aerr := filepath.Abs(root); aerr == nil {
 		root = abs
 	}
-	rep = &Report{Started: time.Now(), Host: hostInfo(), Runs: cfg.Runs, WarmUp: 1, Baseline: cfg.Baseline, Scratch: root, InContainer: cfg.InContainer}
+	rep = &Report{Started: time.Now(), Host: hostInfo(), Runs: cfg.Runs, WarmUp: 1, Baseline: cfg.Baseline, Scratch: root, InContainer: cfg.InContainer, SetupSettled: !cfg.KeepSetupDirty}
 	rep.Notes = append(rep.Notes, scratchNote)
 	rep.Notes = append(rep.Notes, cat.Notes...)
 
@@ -448,7 +458,7 @@ func runWorkloads(ctx context.Context, cfg Config, workloads []Workload, targets
 					continue
 				}
 				prog.begin(w.Name, t.Name, round, cfg.Runs)
-				s, notes, err := RunOnce(ctx, w, t, inputs, round, log)
+				s, notes, err := RunOnce(ctx, w, t, inputs, round, !cfg.KeepSetupDirty, log)
 				prog.skip(1)
 				if ctx.Err() != nil {
 					return fmt.Errorf("%s on %s: %w", w.Name, t.Name, ctx.Err())
@@ -475,10 +485,11 @@ func runWorkloads(ctx context.Context, cfg Config, workloads []Workload, targets
 }
 
 // RunOnce runs a workload once on a target in a fresh directory: setup,
-// the timed run, cleanup, then removal of the directory and a sync of the
-// target (so that one run's write-back does not land in the next one's
-// time). It returns the notes the run made.
-func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int, log *slog.Logger) (Sample, []string, error) {
+// a settling of the target if settleSetup is set, the timed run, cleanup,
+// then removal of the directory and a settling of the target (so that one
+// run's write-back does not land in the next one's time). It returns the
+// notes the run made.
+func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int, settleSetup bool, log *slog.Logger) (Sample, []string, error) {
 	dir := filepath.Join(t.Dir, fmt.Sprintf("%s.%d", strings.ReplaceAll(w.Name, "/", "_"), round))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return Sample{}, nil, fmt.Errorf("setup: %w", err)
@@ -493,12 +504,14 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 			return fail("setup", err)
 		}
 	}
-	// Settle every target before the clock starts, so that no target's
-	// timed step pays for the setup's writes: computerfs would still be
-	// hashing and committing them, and ext4 would write them back within
-	// the step if the kernel's dirty limits were reached.
-	if err := settle(ctx, t); err != nil {
-		return fail("setup", err)
+	// Settle the target before the clock starts, so that the timed step
+	// does not pay for the setup's writes: computerfs would still be
+	// hashing and committing them, and ext4's flusher may write them back
+	// during the step.
+	if settleSetup {
+		if err := settle(ctx, t); err != nil {
+			return fail("setup", err)
+		}
 	}
 	start := time.Now()
 	m, err := w.Run(ctx, e)

@@ -130,7 +130,7 @@ func TestRunOnceFailure(t *testing.T) {
 	}
 	defer tg.Close()
 	w := &Workload{Name: "fails", Run: timedShell(func(*Env) string { return "echo oops >&2; exit 3" })}
-	_, _, err = RunOnce(context.Background(), w, tg, nil, 0, testLogger(t))
+	_, _, err = RunOnce(context.Background(), w, tg, nil, 0, true, testLogger(t))
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "oops") || !strings.HasPrefix(err.Error(), "run: ") {
 		t.Fatalf("err %v, want the exit status and stderr of the timed step", err)
 	}
@@ -141,7 +141,7 @@ func TestRunOnceFailure(t *testing.T) {
 		e.Note("noted")
 		return os.WriteFile(filepath.Join(e.Dir, "x"), nil, 0o644)
 	}, Run: timedShell(func(*Env) string { return "test -f x" })}
-	s, notes, err := RunOnce(context.Background(), ok, tg, nil, 1, testLogger(t))
+	s, notes, err := RunOnce(context.Background(), ok, tg, nil, 1, true, testLogger(t))
 	if err != nil || s.Seconds <= 0 || len(notes) != 1 {
 		t.Fatalf("RunOnce = %+v, %v, %v", s, notes, err)
 	}
@@ -211,7 +211,7 @@ func TestRealFio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	s, _, err := RunOnce(context.Background(), &w, tg, nil, 0, testLogger(t))
+	s, _, err := RunOnce(context.Background(), &w, tg, nil, 0, true, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

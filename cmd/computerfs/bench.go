@@ -39,17 +39,17 @@ func (l *listFlag) Set(s string) error {
 func cmdBench(ctx context.Context, e *env, args []string) error {
 	defaults := bench.DefaultScenarioParams()
 	var (
-		runs                            int
-		only, jsonPath, svgPath         string
-		targetsList, baseline, scratch  string
-		list, withFio, all, inContainer bool
-		scale                           float64
-		files                           int
-		bytesStr                        string
-		extra, jobs                     listFlag
-		scenarios                       = listFlag{split: true}
-		scenarioNames                   []string
-		memLimit                        string
+		runs                                       int
+		only, jsonPath, svgPath                    string
+		targetsList, baseline, scratch             string
+		list, withFio, all, inContainer, keepDirty bool
+		scale                                      float64
+		files                                      int
+		bytesStr                                   string
+		extra, jobs                                listFlag
+		scenarios                                  = listFlag{split: true}
+		scenarioNames                              []string
+		memLimit                                   string
 	)
 	for _, s := range bench.Scenarios() {
 		scenarioNames = append(scenarioNames, s.Name)
@@ -69,6 +69,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fl.Var(&scenarios, "scenario", "run this scale scenario ("+strings.Join(scenarioNames, ", ")+"); repeatable or comma-separated; without --only, the workloads are skipped")
 		fl.BoolVar(&all, "all", false, "run every workload and every scale scenario")
 		fl.BoolVar(&inContainer, "in-container", false, "run each timed command of the shell workloads in a runc container of its own, on the target as /workspace (times exclude the container's start; job files and scenarios are skipped; needs root and runc)")
+		fl.BoolVar(&keepDirty, "keep-setup-dirty", false, "start each timed step right after its setup, without committing the workspace and syncing every target first (ext4 then still holds the setup's writes in memory, and computerfs may still be committing them)")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft heap limit of this process, which serves the computerfs mount (as mount --memory-limit)")
 		fl.Float64Var(&scale, "scale", 1, "multiply the sizes of the scale scenarios (0.01 for a quick look)")
 		fl.IntVar(&files, "files", defaults.Files, "files in the million-files scenario's workspace, before --scale")
@@ -101,18 +102,19 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		return usageError{fmt.Errorf("--files must be at least 1, not %d", files)}
 	}
 	cfg := bench.Config{
-		Runs:        runs,
-		Only:        only,
-		Targets:     []string{},
-		Baseline:    baseline,
-		Scratch:     scratch,
-		JobFiles:    jobs.vals,
-		Fio:         withFio,
-		Scenarios:   scenarios.vals,
-		All:         all,
-		InContainer: inContainer,
-		Params:      bench.ScenarioParams{Scale: scale, Files: files, Bytes: int64(nbytes)},
-		Logger:      e.log,
+		Runs:           runs,
+		Only:           only,
+		Targets:        []string{},
+		Baseline:       baseline,
+		Scratch:        scratch,
+		JobFiles:       jobs.vals,
+		Fio:            withFio,
+		Scenarios:      scenarios.vals,
+		All:            all,
+		InContainer:    inContainer,
+		KeepSetupDirty: keepDirty,
+		Params:         bench.ScenarioParams{Scale: scale, Files: files, Bytes: int64(nbytes)},
+		Logger:         e.log,
 	}
 	for _, t := range strings.Split(targetsList, ",") {
 		if t = strings.TrimSpace(t); t != "" {
