@@ -219,3 +219,47 @@ func TestRealFio(t *testing.T) {
 		t.Errorf("fio metrics %v", s.Metrics)
 	}
 }
+
+// TestMillionFilesScenarioSmall runs the million-files scenario at a few
+// thousand files: it must build, mount cold and warm, and report every
+// figure. Its checks are timings, which this test leaves to the bench.
+func TestMillionFilesScenarioSmall(t *testing.T) {
+	needMount(t)
+	scratch := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		Scenarios: []string{"million-files"},
+		Scratch:   scratch,
+		Params:    ScenarioParams{Scale: 1, Files: 3000, Bytes: 3000 * 4096},
+		Logger:    testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Error != "" {
+		t.Fatalf("scenarios: %+v", rep.Scenarios)
+	}
+	got := map[string]float64{}
+	for _, v := range rep.Scenarios[0].Values {
+		got[v.Name] = v.Value
+	}
+	for _, name := range []string{
+		"files", "open + mount (cold)", "stat p50, cold (2000 random paths)", "stat p50, warm",
+		"stat p50, cold, 1000-file workspace (1000 paths)", "stat p50, warm, 1000-file workspace",
+		"stat p50 ratio to the 1000-file workspace, cold", "stat p50 ratio to the 1000-file workspace, warm",
+	} {
+		if v, ok := got[name]; !ok || v <= 0 {
+			t.Errorf("%q = %v (reported: %v)", name, v, ok)
+		}
+	}
+	if got["files"] != 3000 {
+		t.Errorf("files = %v, want 3000", got["files"])
+	}
+	if len(rep.Scenarios[0].Checks) != 2 {
+		t.Errorf("checks: %+v", rep.Scenarios[0].Checks)
+	}
+	if mounted(t, scratch) {
+		t.Error("a mount under the scratch directory is left behind")
+	}
+}
