@@ -2,6 +2,7 @@ package coreutils
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -28,12 +29,23 @@ type optError struct{ msg string }
 
 func (e *optError) Error() string { return e.msg }
 
-func (s *optSpec) shortTakes(c byte) (known, takes bool) {
-	i := strings.IndexByte(s.short, c)
-	if i < 0 || c == ':' {
-		return false, false
+// getopt is the spec as a getopt_long table.
+func (s *optSpec) getopt() *grpGetopt {
+	g := &grpGetopt{short: s.short, long: make([]grpLongOpt, 0, len(s.long))}
+	for name, takes := range s.long {
+		lo := grpLongOpt{name: name, key: name}
+		if takes {
+			lo.has = 1
+		}
+		if short, ok := s.alias[name]; ok {
+			lo.key = short
+		}
+		g.long = append(g.long, lo)
 	}
-	return true, i+1 < len(s.short) && s.short[i+1] == ':'
+	// getopt_long lists an ambiguous prefix's possibilities in the order
+	// of its table; a map has none, so sort them.
+	slices.SortFunc(g.long, func(a, b grpLongOpt) int { return strings.Compare(a.name, b.name) })
+	return g
 }
 
 // parse splits args (without the command name) into options and
@@ -41,79 +53,35 @@ func (s *optSpec) shortTakes(c byte) (known, takes bool) {
 // options, and "-" is an operand. Long options may be abbreviated to any
 // unambiguous prefix.
 func (s *optSpec) parse(args []string) ([]opt, []string, error) {
-	var opts []opt
-	var operands []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			operands = append(operands, args[i+1:]...)
-			return opts, operands, nil
-		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := strings.Cut(a[2:], "=")
-			full, takes, err := s.matchLong(name)
-			if err != nil {
-				return nil, nil, err
-			}
-			if takes && !hasVal {
-				if i+1 >= len(args) {
-					return nil, nil, &optError{fmt.Sprintf("option '--%s' requires an argument", full)}
-				}
-				i++
-				val = args[i]
-			} else if !takes && hasVal {
-				return nil, nil, &optError{fmt.Sprintf("option '--%s' doesn't allow an argument", full)}
-			}
-			if short, ok := s.alias[full]; ok {
-				full = short
-			}
-			opts = append(opts, opt{full, val})
-		case len(a) > 1 && a[0] == '-':
-			for j := 1; j < len(a); j++ {
-				c := a[j]
-				known, takes := s.shortTakes(c)
-				if !known {
-					return nil, nil, &optError{fmt.Sprintf("invalid option -- '%c'", c)}
-				}
-				if !takes {
-					opts = append(opts, opt{string(c), ""})
-					continue
-				}
-				val := a[j+1:]
-				if val == "" {
-					if i+1 >= len(args) {
-						return nil, nil, &optError{fmt.Sprintf("option requires an argument -- '%c'", c)}
-					}
-					i++
-					val = args[i]
-				}
-				opts = append(opts, opt{string(c), val})
-				break
-			}
-		default:
-			operands = append(operands, a)
-		}
+	gopts, operands, err := s.getopt().parse(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := make([]opt, len(gopts))
+	for i, o := range gopts {
+		opts[i] = opt{name: o.name, value: o.value}
 	}
 	return opts, operands, nil
 }
 
-func (s *optSpec) matchLong(name string) (string, bool, error) {
-	if takes, ok := s.long[name]; ok {
-		return name, takes, nil
+// matchLong resolves a long option name, or an unambiguous prefix of one,
+// to its full name and whether it takes a value.
+func (s *optSpec) matchLong(name string) (full string, takes bool, err error) {
+	lo, err := s.getopt().matchLong(name)
+	if err != nil {
+		return "", false, err
 	}
-	var found []string
-	for l := range s.long {
-		if strings.HasPrefix(l, name) {
-			found = append(found, l)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], s.long[found[0]], nil
-	case 0:
+	if lo == nil {
 		return "", false, &optError{fmt.Sprintf("unrecognized option '--%s'", name)}
 	}
-	return "", false, &optError{fmt.Sprintf("option '--%s' is ambiguous", name)}
+	return lo.name, lo.has == 1, nil
+}
+
+// shortTakes reports whether c is a short option, and whether it takes a
+// value.
+func (s *optSpec) shortTakes(c byte) (known, takes bool) {
+	known, has := s.getopt().shortHas(c)
+	return known, has == 1
 }
 
 // badUsage prints getopt's complaint and GNU's hint, and returns status.

@@ -1,9 +1,9 @@
 package coreutils
 
-// A getopt_long for grep and sed: like optSpec, plus options with
-// optional arguments (sed's -i[SUFFIX], grep's --color[=WHEN]), long
-// option order (for glibc's "ambiguous; possibilities:" message) and
-// digit options (grep -5).
+// getopt_long, as glibc has it: options with optional arguments (sed's
+// -i[SUFFIX], grep's --color[=WHEN]), long options in table order (for
+// the "ambiguous; possibilities:" message) and each option's argv index
+// (grep's digit options, -5). Every command's optSpec parses through it.
 
 import (
 	"fmt"
