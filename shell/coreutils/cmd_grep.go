@@ -32,9 +32,9 @@ const (
 	grpBufSize    = 96 * 1024
 )
 
-var grpGetoptSpec = &grpGetopt{
+var grpGetoptSpec = &getoptLong{
 	short: "0123456789A:B:C:D:EFGHIJLNPRTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz",
-	long: []grpLongOpt{
+	long: []longOpt{
 		{"basic-regexp", 0, "G"},
 		{"extended-regexp", 0, "E"},
 		{"fixed-regexp", 0, "F"},

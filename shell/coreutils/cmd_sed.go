@@ -1826,9 +1826,9 @@ func (r *sedRun) execute() int {
 	return -1
 }
 
-var sedGetoptSpec = &grpGetopt{
+var sedGetoptSpec = &getoptLong{
 	short: "bsnrzuEe:f:l:i::",
-	long: []grpLongOpt{
+	long: []longOpt{
 		{"binary", 0, "b"},
 		{"regexp-extended", 0, "r"},
 		{"debug", 0, "debug"},

@@ -30,10 +30,10 @@ type optError struct{ msg string }
 func (e *optError) Error() string { return e.msg }
 
 // getopt is the spec as a getopt_long table.
-func (s *optSpec) getopt() *grpGetopt {
-	g := &grpGetopt{short: s.short, long: make([]grpLongOpt, 0, len(s.long))}
+func (s *optSpec) getopt() *getoptLong {
+	g := &getoptLong{short: s.short, long: make([]longOpt, 0, len(s.long))}
 	for name, takes := range s.long {
-		lo := grpLongOpt{name: name, key: name}
+		lo := longOpt{name: name, key: name}
 		if takes {
 			lo.has = 1
 		}
@@ -44,7 +44,7 @@ func (s *optSpec) getopt() *grpGetopt {
 	}
 	// getopt_long lists an ambiguous prefix's possibilities in the order
 	// of its table; a map has none, so sort them.
-	slices.SortFunc(g.long, func(a, b grpLongOpt) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(g.long, func(a, b longOpt) int { return strings.Compare(a.name, b.name) })
 	return g
 }
 

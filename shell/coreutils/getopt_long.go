@@ -10,22 +10,22 @@ import (
 	"strings"
 )
 
-// grpLongOpt is one long option: has is 0 (no argument), 1 (required)
+// longOpt is one long option: has is 0 (no argument), 1 (required)
 // or 2 (optional); key is what the parser reports (a short letter or
 // the long name).
-type grpLongOpt struct {
+type longOpt struct {
 	name string
 	has  int
 	key  string
 }
 
-type grpGetopt struct {
+type getoptLong struct {
 	short string // getopt string: "x" flag, "x:" required, "x::" optional
-	long  []grpLongOpt
+	long  []longOpt
 }
 
-// grpOpt is a parsed option; set tells an optional argument given.
-type grpOpt struct {
+// parsedOpt is a parsed option; set tells an optional argument given.
+type parsedOpt struct {
 	name  string
 	value string
 	set   bool
@@ -34,7 +34,7 @@ type grpOpt struct {
 	arg int
 }
 
-func (g *grpGetopt) shortHas(c byte) (bool, int) {
+func (g *getoptLong) shortHas(c byte) (bool, int) {
 	if c == ':' {
 		return false, 0
 	}
@@ -52,13 +52,13 @@ func (g *grpGetopt) shortHas(c byte) (bool, int) {
 	return true, has
 }
 
-func (g *grpGetopt) matchLong(name string) (*grpLongOpt, error) {
+func (g *getoptLong) matchLong(name string) (*longOpt, error) {
 	for i := range g.long {
 		if g.long[i].name == name {
 			return &g.long[i], nil
 		}
 	}
-	var found []*grpLongOpt
+	var found []*longOpt
 	for i := range g.long {
 		if strings.HasPrefix(g.long[i].name, name) {
 			found = append(found, &g.long[i])
@@ -86,8 +86,8 @@ func (g *grpGetopt) matchLong(name string) (*grpLongOpt, error) {
 
 // parse splits args (without the command name) into options and
 // operands, permuting as GNU getopt does.
-func (g *grpGetopt) parse(args []string) ([]grpOpt, []string, error) {
-	var opts []grpOpt
+func (g *getoptLong) parse(args []string) ([]parsedOpt, []string, error) {
+	var opts []parsedOpt
 	var operands []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -104,7 +104,7 @@ func (g *grpGetopt) parse(args []string) ([]grpOpt, []string, error) {
 			if lo == nil {
 				return nil, nil, &optError{fmt.Sprintf("unrecognized option '%s'", a)}
 			}
-			o := grpOpt{name: lo.key, arg: i}
+			o := parsedOpt{name: lo.key, arg: i}
 			switch lo.has {
 			case 0:
 				if hasVal {
@@ -130,7 +130,7 @@ func (g *grpGetopt) parse(args []string) ([]grpOpt, []string, error) {
 				if !known {
 					return nil, nil, &optError{fmt.Sprintf("invalid option -- '%c'", c)}
 				}
-				o := grpOpt{name: string(c), arg: i}
+				o := parsedOpt{name: string(c), arg: i}
 				if has == 0 {
 					opts = append(opts, o)
 					continue
