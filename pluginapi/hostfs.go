@@ -48,30 +48,15 @@ func (h *HostFS) Abs(p string) string {
 }
 
 // FSError is the cause of a file-system error from the host.
-type FSError struct {
-	Errno   syscall.Errno
-	Code    string // "ENOENT", or "CONFLICT"
-	Message string
-}
-
-func (e *FSError) Error() string { return e.Message }
-
-// Unwrap gives the errno.
-func (e *FSError) Unwrap() error { return e.Errno }
+type FSError = pb.FSError
 
 // Error turns a response's Error field into a Go error (nil for none).
 func Error(e *pb.Error) error {
-	if e == nil {
+	c := e.Cause()
+	if c == nil {
 		return nil
 	}
-	fe := &FSError{Errno: syscall.Errno(e.Errno), Code: e.Code, Message: e.Message}
-	if fe.Errno == 0 {
-		fe.Errno = syscall.EIO
-	}
-	if fe.Message == "" {
-		fe.Message = fe.Errno.Error()
-	}
-	return &iofs.PathError{Op: e.Op, Path: e.Path, Err: fe}
+	return &iofs.PathError{Op: e.Op, Path: e.Path, Err: c}
 }
 
 func callError(op, p string, err error) error {

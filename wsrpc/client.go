@@ -29,39 +29,26 @@ func NewClient(conn grpc.ClientConnInterface) *Client {
 }
 
 // RemoteError is the cause of an error that came back from the server:
-// its errno and message.
-type RemoteError struct {
-	Errno    syscall.Errno
-	Code     string
-	Message  string
-	conflict bool
-	pruned   bool
-}
-
-func (e *RemoteError) Error() string { return e.Message }
+// its errno, code and message.
+type RemoteError struct{ pb.FSError }
 
 // Is matches the errno, ErrConflict and fs.ErrJournalPruned.
 func (e *RemoteError) Is(target error) bool {
 	switch target {
 	case workspace.ErrConflict:
-		return e.conflict
+		return e.Code == "CONFLICT"
 	case fs.ErrJournalPruned:
-		return e.pruned
+		return e.Code == "PRUNED"
 	}
 	return target == e.Errno
 }
 
-// Unwrap gives the errno, for errors.As(err, &syscall.Errno).
-func (e *RemoteError) Unwrap() error { return e.Errno }
-
 func fromPBError(e *pb.Error) error {
-	if e == nil {
+	c := e.Cause()
+	if c == nil {
 		return nil
 	}
-	re := &RemoteError{Errno: syscall.Errno(e.Errno), Code: e.Code, Message: e.Message, conflict: e.Code == "CONFLICT", pruned: e.Code == "PRUNED"}
-	if re.Errno == 0 {
-		re.Errno = syscall.EIO
-	}
+	re := &RemoteError{*c}
 	if e.Op == "" {
 		return re
 	}
