@@ -351,16 +351,27 @@ func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 // the next chunk overlap with the kernel copying this one out.
 const readAheadChunks = 2
 
-// readAheadLocked queues the stored chunks that follow a read ending at
-// end, if the node is being read sequentially.
+// readAheadMin is the smallest read that counts as sequential when it
+// does not start exactly where the last one ended: the kernel's
+// read-ahead sends large READs, several at once, which may arrive out of
+// order; a program reading small pieces at random does not.
+const readAheadMin = 64 << 10
+
+// readAheadLocked queues the stored chunks that follow a read of [off,
+// end), if the node is being read sequentially.
 func (f *FS) readAheadLocked(n *node, off, end int64) {
-	sequential := off == n.nextRead
-	n.nextRead = end
-	if !sequential || end >= int64(n.attr.Size) {
+	cs := int64(f.chunkSize)
+	d := off - n.nextRead
+	sequential := d == 0 || (end-off >= readAheadMin && d >= -cs && d <= cs)
+	if sequential {
+		n.nextRead = max(n.nextRead, end)
+	} else {
+		n.nextRead = end
+	}
+	if !sequential || n.nextRead >= int64(n.attr.Size) {
 		return
 	}
-	cs := int64(f.chunkSize)
-	first := uint64((end + cs - 1) / cs)
+	first := uint64((n.nextRead + cs - 1) / cs)
 	last := uint64((int64(n.attr.Size) - 1) / cs)
 	for idx := first; idx < first+readAheadChunks && idx <= last; idx++ {
 		if n.slots[idx] != nil {

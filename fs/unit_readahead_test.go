@@ -57,6 +57,8 @@ func TestReadAhead(t *testing.T) {
 		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, []int{1, 2}, []int{3, 4}},
 		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, []int{3, 4}, []int{5}},
 		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, []int{1, 2}, []int{4, 5}},
+		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, []int{3, 4}, []int{5}},
+		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, []int{0, 1, 2, 4, 5}},
 		{"the last chunk has nothing after it", [][2]int{{5 * cs, cs}}, nil, []int{0, 1, 2, 3, 4}},
 	}
 	for _, tc := range tests {
@@ -105,6 +107,8 @@ func TestReadAhead(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
+			// Give a wrong read-ahead the time to show.
+			time.Sleep(20 * time.Millisecond)
 			got := cachedIDs(h.f, ids)
 			for _, c := range tc.wantCold {
 				if got[c] && !read[c] {
