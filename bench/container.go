@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/containerbackend"
+	"github.com/computerfs/computerfs/internal/tailbuf"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 )
@@ -115,7 +116,7 @@ func (c *containerRunner) run(ctx context.Context, dir string, _ []string, name 
 	}
 	argv := append([]string{"/bin/bash", "-c", timerScript, "bench-timer", name}, args...)
 	var stdout bytes.Buffer
-	stderr := &tailBuffer{max: 4096}
+	stderr := tailbuf.New(4096)
 	exit, err := c.b.Exec(ctx, &pluginapi.Exec{
 		Start: &pb.ExecStart{
 			Kind: "argv", Argv: argv, Cwd: path.Join("/", filepath.ToSlash(rel)), Env: maps.Clone(containerEnv),

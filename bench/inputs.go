@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/computerfs/computerfs/internal/tailbuf"
 )
 
 // Names of the shared inputs a workload may need.
@@ -247,7 +249,7 @@ func runCmd(ctx context.Context, dir string, env []string, name string, args ...
 	cmd.Dir = dir
 	cmd.Env = env
 	var stdout bytes.Buffer
-	stderr := &tailBuffer{max: 2048}
+	stderr := tailbuf.New(2048)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
@@ -278,22 +280,6 @@ func describeCmd(name string, args []string) string {
 	}
 	return s
 }
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
 
 // copyFile copies src to dst with plain reads and writes (no
 // copy_file_range, which would let a filesystem share extents).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/tailbuf"
 )
 
 // ScenarioParams size the scale scenarios.
@@ -270,7 +271,7 @@ func runCountingWrites(ctx context.Context, dir, script string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	stderr := &tailBuffer{max: 2048}
+	stderr := tailbuf.New(2048)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start bash: %w", err)

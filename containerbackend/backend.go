@@ -544,7 +544,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 			// The container failed to start, or its init died: what runc
 			// said is the command's stderr.
 			<-c.runcLogDone
-			x.Stderr.Write(c.runcLog.b)
+			x.Stderr.Write(c.runcLog.Bytes())
 		}
 	}
 	switch {

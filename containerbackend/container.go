@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/tailbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,12 +37,12 @@ type container struct {
 	// Without an init, runc's stdio is the command's: our ends of the
 	// pipes. With one, the command's stdio is sent to the init when the
 	// command is (see attach), and runc's own output goes to runcLog.
-	stdin          *os.File      // write end
-	stdout, stderr *os.File      // read ends
-	ctl            *net.UnixConn // the init's control socket; nil without an init
-	ctlr           *bufio.Reader // reads ctl
-	status         chan int      // the command's exit code, from the init
-	runcLog        *tailBuffer   // what runc itself printed (init mode)
+	stdin          *os.File        // write end
+	stdout, stderr *os.File        // read ends
+	ctl            *net.UnixConn   // the init's control socket; nil without an init
+	ctlr           *bufio.Reader   // reads ctl
+	status         chan int        // the command's exit code, from the init
+	runcLog        *tailbuf.Buffer // what runc itself printed (init mode)
 	runcLogDone    chan struct{}
 
 	// waited is closed once `runc run` has exited, with waitErr.
@@ -139,7 +140,7 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 			return nil, err
 		}
 		stderr = stdout
-		c.runcLog = &tailBuffer{max: 4096}
+		c.runcLog = tailbuf.New(4096)
 		c.runcLogDone = make(chan struct{})
 		go func() {
 			defer close(c.runcLogDone)
@@ -175,7 +176,7 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 			c.kill()
 			<-c.waited
 			<-c.runcLogDone
-			return nil, fmt.Errorf("container did not start: %s", strings.TrimSpace(string(c.runcLog.b)))
+			return nil, fmt.Errorf("container did not start: %s", strings.TrimSpace(string(c.runcLog.Bytes())))
 		}
 	}
 	return c, nil
@@ -291,19 +292,4 @@ func (c *container) cleanup(b *Backend) {
 	if c.ctl != nil {
 		c.ctl.Close()
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it. It is read only
-// after its writer is done.
-type tailBuffer struct {
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
 }
