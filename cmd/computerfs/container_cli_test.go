@@ -65,6 +65,34 @@ func containerPluginPids(ws string) []int {
 }
 
 // processesWithArg lists the pids whose argv contains arg.
+// pluginOfStartedCommand waits (20 s at most) for a process with the
+// argument marker, a container's command, and returns the one container
+// plugin process of ws.
+func pluginOfStartedCommand(t *testing.T, ws, marker string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); len(processesWithArg(marker)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the container's process did not start")
+		}
+	}
+	pids := containerPluginPids(ws)
+	if len(pids) != 1 {
+		t.Fatalf("container plugin processes: %v", pids)
+	}
+	return pids[0]
+}
+
+// waitNoProcessWithArg waits (5 s at most) until no process has the
+// argument marker, and fails with what if one still does.
+func waitNoProcessWithArg(t *testing.T, marker, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); len(processesWithArg(marker)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, processesWithArg(marker))
+		}
+	}
+}
+
 func processesWithArg(arg string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -261,16 +289,7 @@ func TestContainerThroughDaemon(t *testing.T) {
 			r, _ := runCfs(home, "", nil, "exec", "-w", ws, "-b", "container", "--", "echo > /workspace/running; exec sleep "+marker)
 			done <- r
 		}()
-		for deadline := time.Now().Add(20 * time.Second); len(processesWithArg(marker)) == 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the container's process did not start")
-			}
-		}
-		pids := containerPluginPids(ws)
-		if len(pids) != 1 {
-			t.Fatalf("container plugin processes: %v", pids)
-		}
-		dead := pids[0]
+		dead := pluginOfStartedCommand(t, ws, marker)
 		syscall.Kill(dead, syscall.SIGKILL)
 		select {
 		case r := <-done:
@@ -281,11 +300,7 @@ func TestContainerThroughDaemon(t *testing.T) {
 			t.Fatal("the exec whose plugin was killed did not end")
 		}
 		// The container's process goes with its plugin, at once.
-		for deadline := time.Now().Add(5 * time.Second); len(processesWithArg(marker)) > 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the container's process outlived its plugin: %v", processesWithArg(marker))
-			}
-		}
+		waitNoProcessWithArg(t, marker, "the container's process outlived its plugin")
 		// The next exec starts a new plugin, which sweeps what the dead
 		// one left.
 		if r := run(t, "", "-b", "container", "--", "echo ok"); r.code != 0 || r.stdout != "ok\n" {
@@ -308,28 +323,16 @@ func TestContainerThroughDaemon(t *testing.T) {
 	t.Run("kill -9 of the daemon mid-exec", func(t *testing.T) {
 		const marker = "27.1828"
 		go runCfs(home, "", nil, "exec", "-w", ws, "-b", "container", "--", "exec sleep "+marker)
-		for deadline := time.Now().Add(20 * time.Second); len(processesWithArg(marker)) == 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the container's process did not start")
-			}
-		}
-		pids := containerPluginPids(ws)
-		if len(pids) != 1 {
-			t.Fatalf("container plugin processes: %v", pids)
-		}
+		plugin := pluginOfStartedCommand(t, ws, marker)
 		daemon.kill(t)
 		// The plugin dies with the daemon, runc with the plugin, and the
 		// container with runc.
-		for deadline := time.Now().Add(5 * time.Second); len(processesWithArg(marker)) > 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the container's process outlived the daemon: %v", processesWithArg(marker))
-			}
-		}
+		waitNoProcessWithArg(t, marker, "the container's process outlived the daemon")
 		daemon = startMount(t, home, ws, mnt)
 		if r := run(t, "", "-b", "container", "--cwd", "/proj", "--", "git log --format=%s"); r.code != 0 || r.stdout != "first\n" {
 			t.Fatalf("the first exec after a new daemon: %v", r)
 		}
-		if left := leftoversOf(pids[0]); len(left) > 0 {
+		if left := leftoversOf(plugin); len(left) > 0 {
 			t.Errorf("the plugin of the killed daemon left: %v", left)
 		}
 	})
