@@ -60,13 +60,6 @@ func (c *chunkCache) acquire(id chunkstore.ID) (e *cacheEntry, wait <-chan struc
 	return nil, nil
 }
 
-// has reports whether id is cached or being decoded.
-func (c *chunkCache) has(id chunkstore.ID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byID[id] != nil || c.loading[id] != nil
-}
-
 // unclaim ends a claim that produced nothing.
 func (c *chunkCache) unclaim(id chunkstore.ID) {
 	c.mu.Lock()

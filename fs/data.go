@@ -357,8 +357,10 @@ const readAheadChunks = 2
 // order; a program reading small pieces at random does not.
 const readAheadMin = 64 << 10
 
-// readAheadLocked queues the stored chunks that follow a read of [off,
-// end), if the node is being read sequentially.
+// readAheadLocked queues the chunks that follow a read of [off, end) for
+// the prefetcher, if the node is being read sequentially. It only
+// queues: finding out which chunks are stored, and decoding them, is the
+// prefetcher's work, off the request path.
 func (f *FS) readAheadLocked(n *node, off, end int64) {
 	cs := int64(f.chunkSize)
 	d := off - n.nextRead
@@ -366,47 +368,65 @@ func (f *FS) readAheadLocked(n *node, off, end int64) {
 	if sequential {
 		n.nextRead = max(n.nextRead, end)
 	} else {
-		n.nextRead = end
+		n.nextRead, n.aheadTo = end, 0
 	}
 	if !sequential || n.nextRead >= int64(n.attr.Size) {
 		return
 	}
 	first := uint64((n.nextRead + cs - 1) / cs)
 	last := uint64((int64(n.attr.Size) - 1) / cs)
-	for idx := first; idx < first+readAheadChunks && idx <= last; idx++ {
+	idx := max(first, n.aheadTo)
+	for ; idx < first+readAheadChunks && idx <= last; idx++ {
 		if n.slots[idx] != nil {
 			continue // in memory, or about to change
 		}
-		id, ok, err := f.storedChunkLocked(n, idx)
-		if err != nil || !ok || f.cache.has(id) {
-			continue
-		}
 		select {
-		case f.readAhead <- id:
+		case f.readAhead <- aheadChunk{n.attr.Ino, idx}:
 		default: // the prefetcher is behind: reading on will load it
+			n.aheadTo = idx
+			return
 		}
 	}
+	n.aheadTo = idx
+}
+
+// aheadChunk is a chunk queued for read-ahead.
+type aheadChunk struct {
+	ino Ino
+	idx uint64
 }
 
 // prefetcher decodes the chunks readAheadLocked queues into the cache.
 func (f *FS) prefetcher() {
 	defer f.wg.Done()
 	for {
+		var c aheadChunk
 		select {
 		case <-f.stop:
 			return
-		case id := <-f.readAhead:
-			e, wait := f.cache.acquire(id)
-			switch {
-			case e != nil:
+		case c = <-f.readAhead:
+		}
+		f.mu.Lock()
+		var id chunkstore.ID
+		var ok bool
+		// A node dropped since, or a chunk written since, is not worth it.
+		if n := f.nodes[c.ino]; n != nil && n.slots[c.idx] == nil {
+			id, ok, _ = f.storedChunkLocked(n, c.idx)
+		}
+		f.mu.Unlock()
+		if !ok {
+			continue
+		}
+		e, wait := f.cache.acquire(id)
+		switch {
+		case e != nil:
+			f.cache.release(e)
+		case wait != nil: // being decoded already
+		default:
+			// A chunk deleted meanwhile, or damaged, is the reader's to
+			// report when it gets there.
+			if e, err := f.decodeClaimed(id); err == nil {
 				f.cache.release(e)
-			case wait != nil: // being decoded already
-			default:
-				// A chunk deleted meanwhile, or damaged, is the reader's to
-				// report when it gets there.
-				if e, err := f.decodeClaimed(id); err == nil {
-					f.cache.release(e)
-				}
 			}
 		}
 	}

@@ -31,9 +31,10 @@
 // is bounded.
 //
 // Reads decode and verify stored chunks into a small cache of recycled
-// buffers. A read that goes on where the last one on the node stopped
-// queues the next stored chunks for a prefetcher goroutine, so that
-// reading the store and verifying overlap with the kernel copying out.
+// buffers. A read that goes on where the last one on the node stopped (or
+// a large one within a chunk of it) queues the next chunks for a
+// prefetcher goroutine, so that reading the store and verifying overlap
+// with the kernel copying out.
 //
 // # Locking
 //
@@ -128,7 +129,7 @@ type FS struct {
 	queue     []*slot       // sealed slots waiting for a worker
 	work      chan struct{} // wakes workers
 	cache     chunkCache
-	readAhead chan chunkstore.ID // chunks for the prefetcher
+	readAhead chan aheadChunk // chunks for the prefetcher
 
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -164,7 +165,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		dead:      make(map[Ino]bool),
 		kick:      make(chan struct{}, 1),
 		work:      make(chan struct{}, 64),
-		readAhead: make(chan chunkstore.ID, 8*readAheadChunks),
+		readAhead: make(chan aheadChunk, 8*readAheadChunks),
 		stop:      make(chan struct{}),
 	}
 	f.cond = sync.NewCond(&f.mu)

@@ -31,9 +31,11 @@ type node struct {
 	listGen uint64
 	// xattrs overlays committed extended attributes.
 	xattrs map[string]*xattrChange
-	// nextRead is where a sequential read would go on: a read there
-	// triggers read-ahead (see readAheadLocked).
+	// nextRead is where a sequential read would go on, and chunks below
+	// aheadTo have been queued for read-ahead since the reading became
+	// sequential (see readAheadLocked).
 	nextRead int64
+	aheadTo  uint64
 	// slots are the chunks of a file that differ from the store.
 	slots map[uint64]*slot
 	// trunc: committed chunks at or past this index are stale (the file
