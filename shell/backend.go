@@ -20,7 +20,9 @@ const Version = "0.1.0"
 
 // Backend serves the shell as a plugin.
 type Backend struct {
-	allowed map[string]bool
+	allowed   map[string]bool
+	heapLimit int64 // the plugin's heap, all execs together
+	watch     watchdog
 }
 
 var _ pluginapi.Backend = (*Backend)(nil)
@@ -64,12 +66,28 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 			"above 2, printf -v, PIPESTATUS.",
 		Accepts:       []string{"script"},
 		Features:      []string{"stdin", "commands:" + strings.Join(Commands(), ",")},
-		DefaultLimits: &pb.Limits{TimeoutMs: DefaultTimeout.Milliseconds(), OutputBytes: DefaultOutputBytes, MaxCommands: DefaultMaxCommands, MaxLoopIterations: DefaultMaxLoopIterations},
-		MaxLimits:     &pb.Limits{TimeoutMs: time.Hour.Milliseconds(), OutputBytes: 1 << 30, MaxCommands: 100_000_000, MaxLoopIterations: 1_000_000_000},
+		DefaultLimits: &pb.Limits{TimeoutMs: DefaultTimeout.Milliseconds(), OutputBytes: DefaultOutputBytes, MaxCommands: DefaultMaxCommands, MaxLoopIterations: DefaultMaxLoopIterations, MemoryBytes: DefaultMemoryBytes},
+		MaxLimits:     &pb.Limits{TimeoutMs: time.Hour.Milliseconds(), OutputBytes: 1 << 30, MaxCommands: 100_000_000, MaxLoopIterations: 1_000_000_000, MemoryBytes: 4 << 30},
 	}, nil
 }
 
 func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
+	for k := range cfg.Settings {
+		if k != "commands" && k != "memory" {
+			return fmt.Errorf("shell backend: unknown setting %q (known: commands, memory)", k)
+		}
+	}
+	b.heapLimit = DefaultHeapLimit
+	if v := cfg.Settings["memory"]; v != "" {
+		n, err := parseSize(v)
+		if err != nil || n < 16<<20 {
+			return fmt.Errorf("shell backend: setting memory: want a size of at least 16M (such as 512M or 2G), not %q", v)
+		}
+		b.heapLimit = n
+	}
+	if err := limitPlugin(b.heapLimit); err != nil {
+		return fmt.Errorf("shell backend: %w", err)
+	}
 	if list := cfg.Settings["commands"]; list != "" {
 		b.allowed = map[string]bool{}
 		for _, c := range strings.Split(list, ",") {
@@ -115,16 +133,22 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	go func() {
 		select {
 		case s := <-x.Signals:
-			cancel(&limitError{fmt.Sprintf("stopped by %s", s)})
+			cancel(&limitError{reason: fmt.Sprintf("stopped by %s", s)})
 		case <-ctx.Done():
 		}
 	}()
+	heapLimit := b.heapLimit
+	if heapLimit == 0 {
+		heapLimit = DefaultHeapLimit
+	}
 	out := Run(ctx, script, Options{
 		FS: fsys, Dir: st.Cwd, Env: st.Env, Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr,
 		Timeout: time.Duration(lim.TimeoutMs) * time.Millisecond, OutputBytes: lim.OutputBytes,
 		MaxCommands: lim.MaxCommands, MaxLoopIterations: lim.MaxLoopIterations, Allowed: b.allowed,
+		MemoryBytes: lim.MemoryBytes,
+		watch:       &b.watch, heapLimit: heapLimit,
 	})
-	exit := &pb.Exit{ExitCode: int32(out.ExitCode), TimedOut: out.TimedOut, Truncated: out.Truncated, Reason: out.Reason}
+	exit := &pb.Exit{ExitCode: int32(out.ExitCode), TimedOut: out.TimedOut, Truncated: out.Truncated, Reason: out.Reason, OomKilled: out.MemoryLimit}
 	var le *limitError
 	if cause := context.Cause(ctx); errors.As(cause, &le) && strings.HasPrefix(le.reason, "stopped by ") {
 		exit.Signal = int32(syscall.SIGTERM)

@@ -49,6 +49,14 @@ type Options struct {
 	Now     func() time.Time
 	// Args are the positional parameters ($1...), $0 is "bash".
 	Args []string
+	// MemoryBytes bounds what the script's own state may hold: its
+	// variables, the output of a command substitution being captured,
+	// its process substitutions. Zero means DefaultMemoryBytes.
+	MemoryBytes int64
+	// watch, when set, tracks the run while it runs: the backend's
+	// memory watchdog.
+	watch     *watchdog
+	heapLimit int64
 }
 
 // Defaults, after just-bash's hardened ones.
@@ -57,19 +65,24 @@ const (
 	DefaultOutputBytes       = 16 << 20
 	DefaultMaxCommands       = 100_000
 	DefaultMaxLoopIterations = 1_000_000
+	DefaultMemoryBytes       = 256 << 20
 	maxNesting               = 16 // bash -c / bash FILE within a script
 )
 
 // Outcome is how a run ended.
 type Outcome struct {
-	ExitCode  int
-	TimedOut  bool
-	Truncated bool
-	Reason    string // set when a limit or an unsupported feature ended the run
+	ExitCode    int
+	TimedOut    bool
+	Truncated   bool
+	MemoryLimit bool   // ended by a memory limit, with ExitCode 137
+	Reason      string // set when a limit or an unsupported feature ended the run
 }
 
 // limitError stops the interpreter.
-type limitError struct{ reason string }
+type limitError struct {
+	reason string
+	memory bool // a memory limit: the run ends as if killed (137)
+}
 
 func (e *limitError) Error() string { return e.reason }
 
@@ -81,6 +94,11 @@ type run struct {
 	cancel   context.CancelCauseFunc
 	out      *cappedWriter
 	errw     *cappedWriter
+	fs       coreutils.FS // opts.FS with the process substitutions
+	psubs    psubs
+	mem      memWatch
+	// memStopped: the watchdog ended the run.
+	memStopped atomic.Bool
 }
 
 // Run runs script and reports how it ended. Errors of the script itself
@@ -110,12 +128,21 @@ func Run(ctx context.Context, script string, opts Options) Outcome {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ctx, stop := context.WithTimeoutCause(ctx, opts.Timeout, &limitError{fmt.Sprintf("timed out after %s", opts.Timeout)})
+	ctx, stop := context.WithTimeoutCause(ctx, opts.Timeout, &limitError{reason: fmt.Sprintf("timed out after %s", opts.Timeout)})
 	defer stop()
 	rn := &run{opts: opts, cancel: cancel}
+	rn.fs = psubFS{FS: opts.FS, p: &rn.psubs}
+	rn.mem.init(opts.MemoryBytes)
+	rn.mem.stop = func(err error) { cancel(err) }
+	if opts.watch != nil {
+		opts.watch.track(rn, opts.heapLimit)
+		defer opts.watch.untrack(rn)
+	}
 	budget := &atomic.Int64{}
 	budget.Store(opts.OutputBytes)
-	rn.out = &cappedWriter{w: opts.Stdout, left: budget, onFull: func() { cancel(&limitError{fmt.Sprintf("output went past the limit of %d bytes", opts.OutputBytes)}) }}
+	rn.out = &cappedWriter{w: opts.Stdout, left: budget, onFull: func() {
+		cancel(&limitError{reason: fmt.Sprintf("output went past the limit of %d bytes", opts.OutputBytes)})
+	}}
 	rn.errw = &cappedWriter{w: opts.Stderr, left: budget, onFull: rn.out.onFull}
 	code := rn.script(ctx, script, "bash", opts.Args, opts.Dir, opts.Env, opts.Stdin, rn.out, rn.errw, 0)
 	out := Outcome{ExitCode: code, Truncated: rn.out.full.Load() || rn.errw.full.Load()}
@@ -123,6 +150,10 @@ func Run(ctx context.Context, script string, opts Options) Outcome {
 		var le *limitError
 		if errors.As(cause, &le) {
 			out.Reason = le.reason
+			if le.memory {
+				out.MemoryLimit = true
+				out.ExitCode = 137
+			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				out.TimedOut = true
 				out.ExitCode = 124
@@ -137,16 +168,11 @@ func Run(ctx context.Context, script string, opts Options) Outcome {
 // script parses and runs one script; depth counts nested bash calls.
 func (rn *run) script(ctx context.Context, src, name string, args []string, dir string, env map[string]string, stdin io.Reader, stdout, stderr io.Writer, depth int) int {
 	// The parse name is $0.
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), name)
+	file, err := parseScript(src, name)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %s\n", name, err)
 		return 2
 	}
-	if err := unsupported(file); err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, err)
-		return 2
-	}
-	addLoopTicks(file)
 	r, err := rn.runner(dir, env, stdin, stdout, stderr, depth, append([]string{"--"}, args...))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -187,9 +213,10 @@ func (rn *run) runner(dir string, env map[string]string, stdin io.Reader, stdout
 	}
 	sort.Strings(vars)
 	vars = append(vars, "PWD="+dir)
+	senv := newSandboxEnv(vars)
 	r, err := interp.New(
 		interp.StdIO(stdin, stdout, stderr),
-		interp.Env(expand.ListEnviron(vars...)),
+		interp.Env(senv),
 		interp.Params(params...),
 		interp.OpenHandler(rn.open),
 		interp.StatHandler(rn.stat),
@@ -205,6 +232,10 @@ func (rn *run) runner(dir string, env map[string]string, stdin io.Reader, stdout
 	}
 	// interp.Dir would stat the host's disk: set the field instead.
 	r.Dir = dir
+	// The runner takes its temp dir (noHostTemp) from the first Reset;
+	// the script sees its own TMPDIR after it.
+	r.Reset()
+	senv.reset = true
 	return r, nil
 }
 
@@ -212,12 +243,47 @@ func (rn *run) runner(dir string, env map[string]string, stdin io.Reader, stdout
 // get wrong or do on the host.
 func (rn *run) call(ctx context.Context, args []string) ([]string, error) {
 	if n := rn.commands.Add(1); n > rn.opts.MaxCommands {
-		return nil, &limitError{fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)}
+		return nil, &limitError{reason: fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)}
+	}
+	hc := interp.HandlerCtx(ctx)
+	if err := rn.mem.check(hc); err != nil {
+		return nil, err
+	}
+	// builtin NAME and command NAME run NAME: look through them, so that
+	// what NAME is decides what happens below.
+	for len(args) > 1 && (args[0] == "builtin" || args[0] == "command" && !strings.HasPrefix(args[1], "-")) {
+		args = args[1:]
 	}
 	switch args[0] {
+	case "eval":
+		// Parsed when it runs, past the checks on the script.
+		src, err := rewriteWords(strings.Join(args[1:], " "), "eval")
+		if err != nil {
+			return nil, &limitError{reason: err.Error()}
+		}
+		return []string{"eval", src}, nil
+	case "source", ".":
+		if len(args) > 1 {
+			// The interpreter would look for the file on the host.
+			out := append([]string{args[0], rn.sourcePath(ctx, hc.Dir, hc.Env.Get("PATH").String(), args[1])}, args[2:]...)
+			return out, nil
+		}
+	case "alias":
+		out := []string{"alias"}
+		for _, a := range args[1:] {
+			if name, val, ok := strings.Cut(a, "="); ok {
+				v, err := rewriteWords(val, "alias")
+				if err != nil {
+					return nil, &limitError{reason: err.Error()}
+				}
+				a = name + "=" + v
+			}
+			out = append(out, a)
+		}
+		return out, nil
 	case "printf":
 		if len(args) > 1 && strings.HasPrefix(args[1], "-v") {
-			return nil, &limitError{"printf -v is not supported"}
+			return nil, &limitError{reason: "printf -v is not supported"}
 		}
 		// The interpreter's printf lacks much of bash's (%.2f, %b, %q):
 		// ours is GNU's.
@@ -232,11 +298,17 @@ func (rn *run) call(ctx context.Context, args []string) ([]string, error) {
 		if len(args) > 1 {
 			return args[1:], nil // no process to replace: just run it
 		}
-	case "wait", "jobs", "bg", "fg", "disown", "kill", "trap", "ulimit", "umask", "times", "suspend", "coproc":
-		if args[0] == "trap" || args[0] == "umask" {
-			break
+	case "trap":
+		// trap ACTION SIGNAL...: the action is parsed when it runs.
+		if len(args) > 2 && args[1] != "-" && !strings.HasPrefix(args[1], "-") && args[1] != "" {
+			act, err := rewriteWords(args[1], "trap")
+			if err != nil {
+				return nil, &limitError{reason: err.Error()}
+			}
+			return append([]string{"trap", act}, args[2:]...), nil
 		}
-		return nil, &limitError{fmt.Sprintf("%s is not supported (no background jobs or processes here)", args[0])}
+	case "wait", "jobs", "bg", "fg", "disown", "kill", "ulimit", "times", "suspend", "coproc":
+		return nil, &limitError{reason: fmt.Sprintf("%s is not supported (no background jobs or processes here)", args[0])}
 	}
 	return args, nil
 }
@@ -254,19 +326,24 @@ func (rn *run) exec(ctx context.Context, args []string, depth int) (err error) {
 	switch name {
 	case "__cfs_tick":
 		if n := rn.loops.Add(1); n > rn.opts.MaxLoopIterations {
-			return &limitError{fmt.Sprintf("more than %d loop iterations: limit reached", rn.opts.MaxLoopIterations)}
+			return &limitError{reason: fmt.Sprintf("more than %d loop iterations: limit reached", rn.opts.MaxLoopIterations)}
 		}
-		return interp.NewExitStatus(uint8(hc.LastExitStatus))
+		if err := rn.mem.check(hc); err != nil {
+			return err
+		}
+		return exitStatus(hc.LastExitStatus)
+	case "__cfs_psub":
+		return rn.psub(hc.Stdin, hc.Stdout)
 	case "__cfs_printf":
 		args = append([]string{"printf"}, args[1:]...)
 		name = "printf"
 	case "__cfs_type":
-		return interp.NewExitStatus(uint8(rn.typeCmd(hc, args[1:])))
+		return exitStatus(rn.typeCmd(hc, args[1:]))
 	case "bash", "sh":
-		return interp.NewExitStatus(uint8(rn.nested(ctx, hc, args, depth)))
+		return exitStatus(rn.nested(ctx, hc, args, depth))
 	}
 	if strings.Contains(name, "/") {
-		return interp.NewExitStatus(uint8(rn.nested(ctx, hc, append([]string{"bash"}, args...), depth)))
+		return exitStatus(rn.nested(ctx, hc, append([]string{"bash"}, args...), depth))
 	}
 	if rn.opts.Allowed != nil && !rn.opts.Allowed[name] {
 		fmt.Fprintf(hc.Stderr, "bash: %s: command not allowed by the backend's policy\n", name)
@@ -277,11 +354,17 @@ func (rn *run) exec(ctx context.Context, args []string, depth int) (err error) {
 		fmt.Fprintf(hc.Stderr, "bash: %s: command not found\n", name)
 		return interp.NewExitStatus(127)
 	}
-	code := f(ctx, rn.env(hc, hc.Dir, hc.Stdin, hc.Stdout, hc.Stderr, depth), args)
-	if code != 0 {
-		return interp.NewExitStatus(uint8(code))
+	code := f(ctx, rn.env(hc, hc.Dir, hc.Stdin, rn.mem.capture(hc.Stdout), hc.Stderr, depth), args)
+	return exitStatus(code)
+}
+
+// exitStatus is a command's result for the interpreter: nil for 0 (the
+// interpreter refuses an exit status error of 0).
+func exitStatus(code int) error {
+	if code == 0 {
+		return nil
 	}
-	return nil
+	return interp.NewExitStatus(uint8(code))
 }
 
 // env builds a command's environment from the interpreter's state.
@@ -293,7 +376,7 @@ func (rn *run) env(hc interp.HandlerContext, dir string, stdin io.Reader, stdout
 		}
 		return true
 	})
-	e := &coreutils.Env{FS: rn.opts.FS, Dir: dir, Vars: vars, Stdin: stdin, Stdout: stdout, Stderr: stderr, Now: rn.opts.Now}
+	e := &coreutils.Env{FS: rn.fs, Dir: dir, Vars: vars, Stdin: stdin, Stdout: stdout, Stderr: stderr, Now: rn.opts.Now}
 	e.RunIn = func(ctx context.Context, args []string, vars map[string]string, dir string, in io.Reader, out, errw io.Writer) int {
 		sub := *e
 		sub.Vars, sub.Dir = vars, dir
@@ -310,7 +393,7 @@ func (rn *run) env(hc interp.HandlerContext, dir string, stdin io.Reader, stdout
 func (rn *run) runCommand(ctx context.Context, e *coreutils.Env, args []string, in io.Reader, out, errw io.Writer, depth int) int {
 	if n := rn.commands.Add(1); n > rn.opts.MaxCommands {
 		fmt.Fprintf(errw, "bash: more than %d commands run: limit reached\n", rn.opts.MaxCommands)
-		rn.cancel(&limitError{fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)})
+		rn.cancel(&limitError{reason: fmt.Sprintf("more than %d commands run: limit reached", rn.opts.MaxCommands)})
 		return 1
 	}
 	if len(args) == 0 {
@@ -373,7 +456,7 @@ func (rn *run) nestedArgs(ctx context.Context, e *coreutils.Env, args []string, 
 		return rn.nestedArgs(ctx, e, append([]string{"bash"}, args...), in, out, errw, depth)
 	case len(rest) >= 1:
 		p := e.Abs(rest[0])
-		fh, err := rn.opts.FS.Open(ctx, p)
+		fh, err := rn.fs.Open(ctx, p)
 		if err != nil {
 			fmt.Fprintf(errw, "%s: %s: %s\n", name, rest[0], errnoText(err))
 			return 127
@@ -458,6 +541,10 @@ func unsupported(f *syntax.File) error {
 		switch x := n.(type) {
 		case *syntax.CoprocClause:
 			err = errors.New("coproc is not supported")
+		case *syntax.ProcSubst:
+			if x.Op != syntax.CmdIn {
+				err = errors.New("process substitution >(...) is not supported (<(...) is)")
+			}
 		case *syntax.Stmt:
 			if x.Background {
 				err = errors.New("background jobs (&) are not supported")
@@ -547,7 +634,7 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 // root, which the workspace's owner is: reading and writing are allowed,
 // executing needs an x bit (directories can always be entered).
 func (rn *run) access(ctx context.Context, p string, mode interp.AccessMode) error {
-	fi, err := rn.opts.FS.Stat(ctx, rn.abs(ctx, p))
+	fi, err := rn.fs.Stat(ctx, rn.abs(ctx, p))
 	if err != nil {
 		return pathErr(p, err)
 	}
@@ -571,20 +658,23 @@ func (rn *run) open(ctx context.Context, p string, flag int, perm os.FileMode) (
 	case "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty":
 		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOTSUP}
 	}
+	if src, ok := strings.CutSuffix(p, sourceMark); ok && path.IsAbs(src) && flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return rn.openSource(ctx, src)
+	}
 	name := rn.abs(ctx, p)
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
-		rc, err := rn.opts.FS.Open(ctx, name)
+		rc, err := rn.fs.Open(ctx, name)
 		if err != nil {
 			return nil, pathErr(p, err)
 		}
 		return readOnly{rc}, nil
 	}
 	if flag&os.O_EXCL != 0 {
-		if _, err := rn.opts.FS.Lstat(ctx, name); err == nil {
+		if _, err := rn.fs.Lstat(ctx, name); err == nil {
 			return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EEXIST}
 		}
 	}
-	wc, err := rn.opts.FS.Create(ctx, name, flag&os.O_APPEND != 0 || flag&os.O_TRUNC == 0, perm)
+	wc, err := rn.fs.Create(ctx, name, flag&os.O_APPEND != 0 || flag&os.O_TRUNC == 0, perm)
 	if err != nil {
 		return nil, pathErr(p, err)
 	}
@@ -604,9 +694,9 @@ func (rn *run) stat(ctx context.Context, p string, follow bool) (iofs.FileInfo, 
 	var fi coreutils.FileInfo
 	var err error
 	if follow {
-		fi, err = rn.opts.FS.Stat(ctx, name)
+		fi, err = rn.fs.Stat(ctx, name)
 	} else {
-		fi, err = rn.opts.FS.Lstat(ctx, name)
+		fi, err = rn.fs.Lstat(ctx, name)
 	}
 	if err != nil {
 		return nil, pathErr(p, err)
@@ -615,7 +705,7 @@ func (rn *run) stat(ctx context.Context, p string, follow bool) (iofs.FileInfo, 
 }
 
 func (rn *run) readDir(ctx context.Context, p string) ([]iofs.DirEntry, error) {
-	list, err := rn.opts.FS.ReadDir(ctx, rn.abs(ctx, p))
+	list, err := rn.fs.ReadDir(ctx, rn.abs(ctx, p))
 	if err != nil {
 		return nil, pathErr(p, err)
 	}
@@ -633,9 +723,14 @@ func (f fileInfo) Size() int64              { return f.fi.Size }
 func (f fileInfo) Mode() iofs.FileMode      { return f.fi.Mode }
 func (f fileInfo) ModTime() time.Time       { return f.fi.ModTime }
 func (f fileInfo) IsDir() bool              { return f.fi.Mode.IsDir() }
-func (f fileInfo) Sys() any                 { return nil }
 func (f fileInfo) String() string           { return iofs.FormatFileInfo(f) }
 func (f fileInfo) Info() coreutils.FileInfo { return f.fi }
+
+// Sys answers the interpreter's test -O and -G, which read the owner
+// from a *syscall.Stat_t, from the workspace's attributes.
+func (f fileInfo) Sys() any {
+	return &syscall.Stat_t{Ino: f.fi.Ino, Nlink: uint64(f.fi.Nlink), Uid: f.fi.Uid, Gid: f.fi.Gid, Size: f.fi.Size}
+}
 
 type devNull struct{}
 
