@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	iofs "io/fs"
+	"path"
+	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs/pluginapi"
@@ -59,7 +61,15 @@ func (h HostFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 // Create truncates at once, as O_TRUNC does (so that `cat f > f` empties
 // f, as in bash), then appends what is written.
 func (h HostFS) Create(ctx context.Context, name string, appendMode bool, perm iofs.FileMode) (io.WriteCloser, error) {
-	if !appendMode {
+	if appendMode {
+		// The host answers a streamed write when it is closed, which a
+		// redirection does not check: a missing directory fails here.
+		if fi, err := h.H.Stat(ctx, path.Dir(name)); err != nil {
+			return nil, err
+		} else if fi.Type != "dir" {
+			return nil, syscall.ENOTDIR
+		}
+	} else {
 		zero := int64(0)
 		if _, err := h.H.SetAttr(ctx, name, &pb.SetAttrRequest{Size: &zero, Create: true}); err != nil {
 			return nil, err
