@@ -6,9 +6,12 @@
 // "command not found".
 //
 // It owns the interpreter's configuration, the limits (time, output,
-// commands, loop iterations, nesting) and the refusal of bash features
-// the interpreter would get silently wrong. It must not touch the host:
-// no os file calls, no environment but the one given.
+// commands, loop iterations, nesting, memory: see memory.go) and the
+// refusal of bash features the interpreter would get silently wrong. It
+// must not touch the host: no os file calls, no environment but the one
+// given. The interpreter itself does I/O of its own in a few places
+// (its temp dir, process substitution, source, command lookup, ~user):
+// confine.go lists each, from the module's source, and what shuts it.
 package shell
 
 import (
@@ -480,43 +483,79 @@ func (rn *run) nestedArgs(ctx context.Context, e *coreutils.Env, args []string, 
 	return rn.script(ctx, src, scriptName, params, e.Dir, e.Vars, in, out, errw, depth+1)
 }
 
-// typeCmd answers type, command -v and which without looking at the
-// host: builtins, functions are unknown here, our commands are "files".
+// binaryBuiltins are builtins that a minimal system also has as
+// binaries in /usr/bin (which and type -P find those).
+var binaryBuiltins = map[string]bool{"echo": true, "true": true, "false": true, "test": true, "[": true, "pwd": true, "printf": true}
+
+// typeCmd answers type, command -v/-V, which and hash without looking
+// at the host: keywords and builtins are the interpreter's, our commands
+// are files in /usr/bin. Functions are not visible to a handler: type
+// reports them as not found.
 func (rn *run) typeCmd(hc interp.HandlerContext, args []string) int {
 	name := args[0]
 	args = args[1:]
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		args = args[1:] // -v, -V, -p, -a, -t: the answers below fit them all
+	mode := ""
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 't', 'p', 'P', 'v', 'V':
+				mode = string(c)
+			}
+		}
+		args = args[1:]
+	}
+	if name == "command" && mode == "" {
+		mode = "v"
 	}
 	status := 0
 	for _, a := range args {
 		_, isCmd := coreutils.Lookup(a)
+		if rn.opts.Allowed != nil && !rn.opts.Allowed[a] {
+			isCmd = false
+		}
+		kind := ""
 		switch {
-		case interp.IsBuiltin(a):
-			if name == "which" {
-				if isCmd {
-					fmt.Fprintf(hc.Stdout, "/usr/bin/%s\n", a)
-					continue
-				}
-				status = 1
-				continue
+		case name != "which" && name != "hash" && mode != "P" && syntax.IsKeyword(a):
+			kind = "keyword"
+		case name != "which" && name != "hash" && mode != "P" && (interp.IsBuiltin(a) || a == "type" || a == "command" || a == "which"):
+			kind = "builtin"
+		case isCmd || a == "bash" || a == "sh" || binaryBuiltins[a]:
+			kind = "file"
+		}
+		if kind == "" {
+			status = 1
+			if name == "type" && mode != "t" && mode != "p" && mode != "P" || name == "command" && mode == "V" {
+				fmt.Fprintf(hc.Stderr, "bash: %s: %s: not found\n", name, a)
 			}
-			if name == "type" {
-				fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", a)
+			continue
+		}
+		switch {
+		case name == "hash":
+		case name == "which" || mode == "p" || mode == "P":
+			if kind == "file" {
+				fmt.Fprintf(hc.Stdout, "/usr/bin/%s\n", a)
+			}
+		case mode == "t":
+			fmt.Fprintln(hc.Stdout, kind)
+		case name == "command" && mode == "v":
+			if kind == "file" {
+				fmt.Fprintf(hc.Stdout, "/usr/bin/%s\n", a)
 			} else {
 				fmt.Fprintln(hc.Stdout, a)
 			}
-		case isCmd:
-			if name == "type" {
+		default: // type, command -V
+			switch kind {
+			case "keyword":
+				fmt.Fprintf(hc.Stdout, "%s is a shell keyword\n", a)
+			case "builtin":
+				fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", a)
+			default:
 				fmt.Fprintf(hc.Stdout, "%s is /usr/bin/%s\n", a, a)
-			} else {
-				fmt.Fprintf(hc.Stdout, "/usr/bin/%s\n", a)
 			}
-		default:
-			if name == "type" {
-				fmt.Fprintf(hc.Stderr, "bash: type: %s: not found\n", a)
-			}
-			status = 1
 		}
 	}
 	return status
