@@ -49,6 +49,7 @@ package shell
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -256,7 +257,38 @@ type psubFS struct {
 	p *psubs
 }
 
+// devices are the virtual /dev the commands see, whatever the workspace
+// has there: nothing of the host's.
+var devices = map[string]func() io.Reader{
+	"/dev/null":    func() io.Reader { return strings.NewReader("") },
+	"/dev/zero":    func() io.Reader { return zeros{} },
+	"/dev/urandom": func() io.Reader { return rand.Reader },
+	"/dev/random":  func() io.Reader { return rand.Reader },
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) Close() error                { return nil }
+
+func (f psubFS) Create(ctx context.Context, name string, appendMode bool, perm iofs.FileMode) (io.WriteCloser, error) {
+	if _, ok := devices[name]; ok {
+		return discard{}, nil
+	}
+	return f.FS.Create(ctx, name, appendMode, perm)
+}
+
 func (f psubFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	if dev, ok := devices[name]; ok {
+		return io.NopCloser(dev()), nil
+	}
 	if strings.HasPrefix(name, "/dev/fd/") {
 		if b, ok := f.p.take(name); ok {
 			return io.NopCloser(bytes.NewReader(b)), nil
@@ -267,6 +299,9 @@ func (f psubFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 }
 
 func (f psubFS) Stat(ctx context.Context, name string) (coreutils.FileInfo, error) {
+	if _, ok := devices[name]; ok {
+		return coreutils.FileInfo{Name: path.Base(name), Mode: iofs.ModeDevice | iofs.ModeCharDevice | 0o666, Nlink: 1}, nil
+	}
 	if strings.HasPrefix(name, "/dev/fd/") {
 		if n, ok := f.p.size(name); ok {
 			return coreutils.FileInfo{Name: path.Base(name), Size: n, Mode: iofs.ModeNamedPipe | 0o600, ModTime: time.Now()}, nil
@@ -277,7 +312,7 @@ func (f psubFS) Stat(ctx context.Context, name string) (coreutils.FileInfo, erro
 }
 
 func (f psubFS) Lstat(ctx context.Context, name string) (coreutils.FileInfo, error) {
-	if strings.HasPrefix(name, "/dev/fd/") {
+	if _, ok := devices[name]; ok || strings.HasPrefix(name, "/dev/fd/") {
 		return f.Stat(ctx, name)
 	}
 	return f.FS.Lstat(ctx, name)
