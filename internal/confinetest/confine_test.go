@@ -17,6 +17,7 @@ import (
 
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/workspace"
 )
 
@@ -350,5 +351,53 @@ func TestShellMemoryLimit(t *testing.T) {
 	}
 	if _, out := exec(`echo fine`); out != "fine\n" {
 		t.Errorf("the next exec: %q", out)
+	}
+}
+
+// The mount: what a backend writes into the workspace gives no one on
+// the host more than they had. A setuid-root binary in the workspace
+// runs without its privilege (the mount is nosuid and nodev).
+func TestMountGrantsNothing(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv")
+	}
+	m := testmount.New(t, testmount.Options{})
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts string
+	for _, l := range strings.Split(string(info), "\n") {
+		if f := strings.Fields(l); len(f) > 5 && f[4] == m.Dir {
+			opts = f[5]
+		}
+	}
+	for _, want := range []string{"nosuid", "nodev"} {
+		if !strings.Contains(","+opts+",", ","+want+",") {
+			t.Errorf("mount options %q lack %s", opts, want)
+		}
+	}
+	id, err := os.ReadFile("/usr/bin/id")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "id"), id, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Whoever sets the bit (a backend's chmod lands in the same store),
+	// the mount keeps it and shows it.
+	bin := filepath.Join(m.Dir, "id")
+	if err := os.Chmod(bin, os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&os.ModeSetuid == 0 {
+		t.Fatalf("the setuid bit did not stick: %v %v", fi.Mode(), err)
+	}
+	out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(m.Dir, "id"), "-u").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run the setuid binary as nobody: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "65534" {
+		t.Errorf("a setuid-root binary in the workspace ran with euid %s", got)
 	}
 }
