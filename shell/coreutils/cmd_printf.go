@@ -98,7 +98,7 @@ func (p *pfState) run(out *strings.Builder, format string) bool {
 				}
 				spec += format[k:j]
 			}
-			for j < len(format) && strings.IndexByte("hlLqjzt", format[j]) >= 0 {
+			for j < len(format) && strings.IndexByte("hlLjzt", format[j]) >= 0 {
 				j++ // length modifiers mean nothing here
 			}
 			if j >= len(format) {
@@ -295,26 +295,56 @@ func pfQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	safe := true
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r == '.' || r == '/' || r == ',' || r == ':' || r == '@' || r == '%' || r == '+' || r == '=' ||
-			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 0x80) {
-			safe = false
-			break
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return pfANSIQuote(s)
 		}
-	}
-	if safe {
-		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(" \t!\"#$&'()*;<=>?[\\]^`{|}~", r) {
+	for i, r := range s {
+		if strings.ContainsRune(" !\"$&'()*,;<>?[\\]^`{|}", r) || i == 0 && (r == '~' || r == '#') {
 			b.WriteByte('\\')
-		}
-		if r == '\n' {
-			return "$'" + strings.NewReplacer("\\", "\\\\", "'", "\\'", "\n", "\\n", "\t", "\\t").Replace(s) + "'"
 		}
 		b.WriteRune(r)
 	}
+	return b.String()
+}
+
+// pfANSIQuote is bash's $'...' form, for strings with control characters.
+func pfANSIQuote(s string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\a':
+			b.WriteString(`\a`)
+		case '\b':
+			b.WriteString(`\b`)
+		case 0x1b:
+			b.WriteString(`\E`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\'':
+			b.WriteString(`\'`)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('\'')
 	return b.String()
 }
