@@ -413,10 +413,15 @@ func escapeTildeUsers(s string, more bool) string {
 }
 
 // rewriteWords checks and rewrites a string the interpreter will parse
-// later (an alias's value, a trap's action) as a script is.
+// later (eval's, an alias's value, a trap's action) as a script is. A
+// string that does not parse is given back as it is: the interpreter
+// then reports the syntax error as bash would, and runs none of it.
 func rewriteWords(src, name string) (string, error) {
-	file, err := parseScript(src, name)
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), name)
 	if err != nil {
+		return src, nil
+	}
+	if err := prepare(file); err != nil {
 		return "", err
 	}
 	var b strings.Builder
