@@ -303,6 +303,13 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	defer cancel()
 	baseEnv := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/", ownerEnv + "=" + b.rt.opts.Owner, hostPidEnv + "=" + strconv.Itoa(os.Getpid())}
 	logw := &logWriter{log: b.rt.log, backend: b.id}
+	// go-plugin makes a directory for the plugin's sockets in TempDir;
+	// in our private runtime directory, not in whatever TMPDIR is, which
+	// may be a directory that others can write.
+	sockDir, err := wsrpc.RuntimeDir()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("plugin sockets: %w", err)
+	}
 	var proc *procRunner // set by RunnerFunc, called within client.Client()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
@@ -318,6 +325,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 			proc = pr
 			return pr, err
 		},
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: sockDir},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		SkipHostEnv:      true,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -30,19 +31,24 @@ func defaultHome() string {
 	if h := os.Getenv("COMPUTERFS_HOME"); h != "" {
 		return h
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "/tmp"
+	return filepath.Join(userHome(), ".local", "share", "computerfs")
+}
+
+// userHome is $HOME, else the user's home in the user database, else the
+// root directory: never a directory that others can write, such as /tmp,
+// where another user could make the store's or the log's directory first.
+func userHome() string {
+	if home, err := os.UserHomeDir(); err == nil {
+		return home
 	}
-	return filepath.Join(home, ".local", "share", "computerfs")
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		return u.HomeDir
+	}
+	return "/"
 }
 
 func defaultMountpoint() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "/tmp"
-	}
-	return filepath.Join(home, "computerfs")
+	return filepath.Join(userHome(), "computerfs")
 }
 
 func cmdMount(ctx context.Context, e *env, args []string) error {
@@ -233,10 +239,9 @@ func startDaemon(e *env, command string, args []string) error {
 	}
 	defer r.Close()
 	logPath := filepath.Join(defaultHome(), "daemon.log")
-	os.MkdirAll(filepath.Dir(logPath), 0o700)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := openDaemonLog(logPath)
 	if err != nil {
-		return fmt.Errorf("daemon log %s: %w", logPath, err)
+		return err
 	}
 	defer logf.Close()
 	cmd := exec.Command(self, append([]string{command}, childArgs...)...)
@@ -273,6 +278,34 @@ func startDaemon(e *env, command string, args []string) error {
 		cmd.Wait()
 		return fmt.Errorf("daemon did not mount within 60s; see %s", logPath)
 	}
+}
+
+// openDaemonLog opens the daemon's log for appending, making its
+// directory (0700) if needed. It refuses a directory that is not the
+// user's or that others can write, and a log that is a symlink: the
+// daemon, often root, would append to whatever file another user chose.
+func openDaemonLog(logPath string) (*os.File, error) {
+	dir := filepath.Dir(logPath)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("daemon log directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon log directory: %w", err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		uid := -1
+		if st != nil {
+			uid = int(st.Uid)
+		}
+		return nil, fmt.Errorf("refusing daemon log directory %s (owner uid %d, mode %s): it must be owned by uid %d and writable by nobody else, or another user could replace the log; set COMPUTERFS_HOME to a directory of your own", dir, uid, fi.Mode(), os.Geteuid())
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("daemon log %s: %w", logPath, err)
+	}
+	return logf, nil
 }
 
 func cmdUmount(ctx context.Context, e *env, args []string) error {
