@@ -176,6 +176,8 @@ var corpus = []struct {
 	{"yes", `yes | head -3; yes ab cd | head -2`, ""},
 	{"paste", `printf 'a\nb\nc\n' > f1; printf '1\n2\n' > f2; paste f1 f2; paste -d, f1 f2; paste -s f1; paste -s -d'|,' f1 f2; paste - - < f1; paste -d '\n' f1 f2`, ""},
 	{"timeout", `timeout 0.2 sleep 5; echo "rc $?"; timeout 5 echo hi; echo "rc $?"; timeout 1 bash -c 'exit 3'; echo "rc $?"; timeout --preserve-status 0.1 sleep 3; echo "rc $?"; timeout x sleep 1; echo "rc $?"`, ""},
+	{"bc", `echo "scale=2; 10/3" | bc; echo '2^64' | bc; echo "3 > 2; 1 == 1" | bc; echo "obase=16; 255" | bc; echo "ibase=16; FF" | bc; echo "x=5; x+=2; x; -2^2; scale=4; 2^-2; 0.1+0.2; -0.5; 5.5 % 2" | bc; echo "2^300" | bc`, ""},
+	{"bc -l", `bc -l <<< 's(1)'; bc -l <<< 'c(1)'; bc -l <<< 'a(1)'; bc -l <<< 'l(2)'; bc -l <<< 'e(1)'; bc -l <<< 'e(10)'; bc -l <<< 'l(1000)'; bc -l <<< 's(100)'; bc -l <<< 'scale=50; 4*a(1)'; echo "sqrt(2)" | bc -l`, ""},
 	{"dev null", `cat /dev/null; echo x > /dev/null; head -c 4 /dev/zero | wc -c`, ""},
 	{"diff", `printf 'a\nb\n' > x1; printf 'a\nc\n' > x2; diff x1 x2; echo "rc $?"`, ""},
 	{"diff -u", `printf 'a\nb\nc\n' > x1; printf 'a\nB\nc\n' > x2; diff -u x1 x2 | tail -n +3`, ""},
