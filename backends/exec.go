@@ -43,6 +43,10 @@ type Request struct {
 	Stdin io.Reader
 	// Signals forwards signals (SIGINT, SIGTERM, SIGKILL) to the command.
 	Signals <-chan syscall.Signal
+	// Reason says why Backend was chosen, when the caller chose it with
+	// Choose before Exec (the daemon's exec service does, to announce
+	// the backend first); empty: Exec chooses, and says.
+	Reason string
 	// ID is the exec's ID in its record, from NewExecID; empty: Exec
 	// makes one. Callers that announce the exec before it runs set it.
 	ID string
@@ -104,7 +108,7 @@ func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, err
 	}
 	if req.Kind == "" || req.Kind == "script" {
 		if has("shell") {
-			script := strings.Join(req.Argv, " ")
+			script := scriptOf(req.Argv)
 			if req.File != "" {
 				script = ""
 			}
@@ -176,9 +180,12 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 // that cannot start); how the command ended, crashes and limits included,
 // is in Result.Exit.
 func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writer) (*Result, error) {
-	id, reason, err := r.Choose(ctx, req)
-	if err != nil {
-		return nil, err
+	id, reason := req.Backend, req.Reason
+	if id == "" || reason == "" {
+		var err error
+		if id, reason, err = r.Choose(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	b, err := r.get(id)
 	if err != nil {
@@ -221,8 +228,12 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if cwd == "" {
 		cwd = "/"
 	}
+	argv := req.Argv
+	if kind := req.Kind; (kind == "script" || kind == "" && len(desc.GetAccepts()) > 0 && desc.GetAccepts()[0] == "script") && req.File == "" {
+		argv = []string{scriptOf(argv)}
+	}
 	start := &pb.ExecStart{
-		ExecId: res.ID, Argv: req.Argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
+		ExecId: res.ID, Argv: argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
 	before := r.opts.WS.LastChange()
@@ -585,4 +596,14 @@ func (r *Runtime) record(res *Result) {
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
 	r.opts.ExecLog.Write(append(line, '\n'))
+}
+
+// scriptOf is a script exec's source: its one word, or several words
+// quoted so that each keeps its boundaries (`exec -- sh -c 'exit 7'`
+// exits 7).
+func scriptOf(argv []string) string {
+	if len(argv) == 1 {
+		return argv[0]
+	}
+	return pluginapi.ScriptOf(argv)
 }

@@ -66,7 +66,7 @@ func (s *Service) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutp
 	if err != nil {
 		return status.Error(codes.NotFound, err.Error())
 	}
-	req.Backend = id
+	req.Backend, req.Reason = id, reason
 	req.ID = s.rt.NewExecID() // announced before the exec runs
 	stdinR, stdinW := io.Pipe()
 	defer stdinR.Close()

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -282,4 +283,19 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		p = p[c:]
 	}
 	return n, nil
+}
+
+// ScriptOf is the shell script that runs argv as one command: each word
+// single-quoted, so that every word keeps its boundaries and its bytes
+// (`sh -c 'exit 7'` stays three words). The host sends a "script" exec
+// of several words as ScriptOf of them.
+func ScriptOf(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
 }

@@ -109,7 +109,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	fsys := HostFS{H: x.FS}
 	script := strings.Join(st.Argv, " ")
 	if st.Kind == "argv" {
-		script = quoteArgv(st.Argv)
+		script = pluginapi.ScriptOf(st.Argv)
 	}
 	if st.File != "" {
 		rc, err := fsys.Open(ctx, x.FS.Abs(st.File))
@@ -156,16 +156,4 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		exit.Reason = le.reason
 	}
 	return exit, nil
-}
-
-// quoteArgv makes a script that runs argv as one command.
-func quoteArgv(argv []string) string {
-	var b strings.Builder
-	for i, a := range argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	return b.String()
 }
