@@ -225,3 +225,53 @@ func TestExecWithoutDaemon(t *testing.T) {
 		t.Errorf("an unknown backend: %v", r)
 	}
 }
+
+// Words after -- keep their boundaries: a script of several words runs
+// them as one command, each word as given.
+func TestExecWordsKeepBoundaries(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws.cfs")
+	t.Cleanup(func() { waitNoPlugins(t, ws, 5*time.Second) })
+	startServe(t, home, ws)
+	for _, tc := range []struct {
+		args []string
+		out  string
+		code int
+	}{
+		{[]string{"sh", "-c", "exit 7"}, "", 7},
+		{[]string{"echo", "a  b", "$HOME", "it's"}, "a  b $HOME it's\n", 0},
+		{[]string{"echo one | tr a-z A-Z"}, "ONE\n", 0},
+		{[]string{"bash", "-c", `echo "$0:$1"`, "x", "y z"}, "x:y z\n", 0},
+	} {
+		r, err := runCfs(home, "", nil, append([]string{"exec", "-w", ws, "-b", "shell", "--"}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.stdout != tc.out || r.code != tc.code {
+			t.Errorf("exec -- %q: exit %d, stdout %q; want exit %d, %q (stderr %q)", tc.args, r.code, r.stdout, tc.code, tc.out, r.stderr)
+		}
+	}
+}
+
+// The exec record says why the policy chose the backend, through a
+// daemon too (it said "named by the caller" for every exec there).
+func TestExecRecordSaysWhy(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws.cfs")
+	t.Cleanup(func() { waitNoPlugins(t, ws, 5*time.Second) })
+	startServe(t, home, ws)
+	r, err := runCfs(home, "", nil, "exec", "-w", ws, "--record", "--", "echo hi | tr a-z A-Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 0 || r.stdout != "HI\n" || !strings.Contains(r.stderr, "policy: every command") || strings.Contains(r.stderr, "named by the caller") {
+		t.Errorf("exec --record through the daemon: %v", r)
+	}
+	r, err = runCfs(home, "", nil, "exec", "-w", ws, "--record", "-b", "shell", "--", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stderr, "named by the caller") {
+		t.Errorf("exec -b shell --record: %v", r)
+	}
+}
