@@ -14,16 +14,22 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Options tune the mount.
@@ -53,6 +59,10 @@ type Server struct {
 	log    *slog.Logger
 	opts   Options
 	served chan struct{}
+	// dev is the mount's device (major:minor as in mountinfo); detached
+	// is closed once the mount is gone from this mount namespace.
+	dev      uint64
+	detached chan struct{}
 }
 
 // Mount mounts f at mountpoint and serves it until Unmount. It returns once
@@ -105,7 +115,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
-	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{})}
+	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{}), detached: make(chan struct{})}
 	raw.server = srv
 	go func() {
 		defer close(s.served)
@@ -116,6 +126,11 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		<-s.served
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(mountpoint, &st); err == nil {
+		s.dev = st.Dev
+	}
+	go s.watchMountinfo()
 	raiseReadAhead(mountpoint, opts.Logger)
 	return s, nil
 }
@@ -132,6 +147,133 @@ func raiseReadAhead(mnt string, log *slog.Logger) {
 	if err := os.WriteFile(path, []byte("1024"), 0); err != nil {
 		log.Debug("could not raise read-ahead", "path", path, "err", err)
 	}
+}
+
+// Detached is closed once the mount is gone from this process's mount
+// namespace (umount from outside, lazy ones included) or the kernel has
+// ended the connection. The connection may outlive the first: a mount
+// namespace that has a copy of the mount (a container's) keeps it open
+// until its last user goes; see Shutdown.
+func (s *Server) Detached() <-chan struct{} { return s.detached }
+
+// watchMountinfo closes detached when the mount's device is no longer in
+// /proc/self/mountinfo, which the kernel flags (POLLPRI) on every change
+// to the namespace's mounts.
+func (s *Server) watchMountinfo() {
+	defer close(s.detached)
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		s.log.Warn("cannot watch for umount from outside", "err", err)
+		<-s.served
+		return
+	}
+	defer f.Close()
+	dev := fmt.Sprintf("%d:%d", unix.Major(s.dev), unix.Minor(s.dev))
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+	for {
+		select {
+		case <-s.served:
+			return
+		default:
+		}
+		if s.dev != 0 && !mountinfoHas(f, dev) {
+			s.log.Debug("the mount is gone from this namespace", "mountpoint", s.mnt)
+			return
+		}
+		// Woken by a change to the mounts, else once a second to notice
+		// served.
+		unix.Poll(fds, 1000)
+	}
+}
+
+// mountinfoHas says whether the mountinfo table f lists device dev.
+func mountinfoHas(f *os.File, dev string) bool {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return true
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return true // unknown: keep serving
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		// mount ID, parent ID, major:minor, root, mount point, ...
+		if fields := strings.Fields(line); len(fields) > 2 && fields[2] == dev {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown ends the mount: it unmounts it (lazily if busy), waits until
+// the kernel ends the connection or ctx is done, and then aborts the
+// connection, failing whatever requests still wait. Whoever holds a copy
+// of the mount in another mount namespace (a backend's container) must
+// be stopped first, or the connection lasts until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	select {
+	case <-s.detached:
+		// Gone from this namespace already: nothing to unmount.
+	default:
+		unmounted := make(chan error, 1)
+		go func() { unmounted <- s.Unmount() }()
+		select {
+		case err = <-unmounted:
+			return err
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case <-s.served:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Warn("the kernel kept the FUSE connection; aborting it", "mountpoint", s.mnt, "err", ctx.Err())
+	if aerr := s.Abort(); aerr != nil {
+		return fmt.Errorf("unmount %s: %w; abort: %w", s.mnt, ctx.Err(), aerr)
+	}
+	select {
+	case <-s.served:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("unmount %s: the connection still serves after its abort", s.mnt)
+	}
+}
+
+// Abort ends the FUSE connection at once, as fusectl's abort does:
+// requests in flight and to come fail with ENOTCONN, and Serve returns.
+// The mount, dead then, is detached lazily.
+func (s *Server) Abort() error {
+	err := s.abort()
+	select {
+	case <-s.detached:
+	default:
+		syscall.Unmount(s.mnt, syscall.MNT_DETACH)
+	}
+	return err
+}
+
+func (s *Server) abort() error {
+	if s.dev == 0 {
+		return errors.New("the mount's device is unknown")
+	}
+	const fusectl = "/sys/fs/fuse/connections"
+	abort := filepath.Join(fusectl, strconv.FormatUint(s.dev, 10), "abort")
+	if _, err := os.Stat(abort); errors.Is(err, os.ErrNotExist) {
+		// fusectl is not mounted here; it is the only door to a
+		// connection that has no mount left in this namespace.
+		if merr := syscall.Mount("fusectl", fusectl, "fusectl", 0, ""); merr != nil && !errors.Is(merr, syscall.EBUSY) {
+			// On the mount itself, a forced umount aborts too.
+			if ferr := syscall.Unmount(s.mnt, syscall.MNT_FORCE); ferr != nil {
+				return fmt.Errorf("mount fusectl: %w; forced umount: %w", merr, ferr)
+			}
+			return nil
+		}
+	}
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		return fmt.Errorf("abort the FUSE connection: %w", err)
+	}
+	return nil
 }
 
 // Unmount detaches the mount and waits until every request is served.

@@ -301,35 +301,18 @@ var ErrUntrustedSocket = errors.New("control socket not owned by this user or ro
 // ErrUntrustedSocket or an *UnsafeDirError, never ErrNoDaemon: the caller
 // must not take the workspace for free.
 func DialConn(ctx context.Context, ws string) (*grpc.ClientConn, error) {
-	path, err := SocketPath(ws)
+	// Probe first: grpc connects lazily, and a dead socket must be told
+	// apart from a slow call.
+	path, c, _, err := probe(ctx, ws)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
-	if fi.Mode()&fs.ModeSocket == 0 {
-		return nil, fmt.Errorf("control socket %s: %w: it is not a socket (mode %s)", path, ErrUntrustedSocket, fi.Mode())
-	}
-	if uid := ownerOf(fi); !trustedUID(uid) {
-		return nil, fmt.Errorf("control socket %s: %w: it belongs to uid %d", path, ErrUntrustedSocket, uid)
-	}
-	// Probe first: grpc connects lazily, and a dead socket must be told
-	// apart from a slow call.
-	probe, err := dialTrusted(ctx, path)
-	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
-		}
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
-	probe.Close()
+	c.Close()
 	conn, err := grpc.NewClient("passthrough:///localhost",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return dialTrusted(ctx, path) }),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			c, _, err := dialTrusted(ctx, path)
+			return c, err
+		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(4<<20+4096)))
 	if err != nil {
@@ -338,43 +321,83 @@ func DialConn(ctx context.Context, ws string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// DaemonPID is the pid of the daemon serving workspace ws, as the kernel
+// tells of the process at the other end of its control socket, checked
+// as DialConn checks it. It is ErrNoDaemon (wrapped) when none serves.
+func DaemonPID(ctx context.Context, ws string) (int, error) {
+	_, c, pid, err := probe(ctx, ws)
+	if err != nil {
+		return 0, err
+	}
+	c.Close()
+	return pid, nil
+}
+
+// probe connects once to the control socket of ws, with DialConn's
+// checks, and returns its path, the connection and the peer's pid.
+func probe(ctx context.Context, ws string) (string, net.Conn, int, error) {
+	path, err := SocketPath(ws)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, 0, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
+	}
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return "", nil, 0, fmt.Errorf("control socket %s: %w: it is not a socket (mode %s)", path, ErrUntrustedSocket, fi.Mode())
+	}
+	if uid := ownerOf(fi); !trustedUID(uid) {
+		return "", nil, 0, fmt.Errorf("control socket %s: %w: it belongs to uid %d", path, ErrUntrustedSocket, uid)
+	}
+	c, pid, err := dialTrusted(ctx, path)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return "", nil, 0, fmt.Errorf("%w (%s: %v)", ErrNoDaemon, path, err)
+		}
+		return "", nil, 0, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	return path, c, pid, nil
+}
+
 // dialTrusted connects to the unix socket at path and checks that the
-// process on the other end runs as this user or root.
-func dialTrusted(ctx context.Context, path string) (net.Conn, error) {
+// process on the other end runs as this user or root; it returns the
+// connection and that process's pid.
+func dialTrusted(ctx context.Context, path string) (net.Conn, int, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	uid, err := peerUID(c.(*net.UnixConn))
+	cred, err := peerCred(c.(*net.UnixConn))
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("control socket %s: peer credentials: %w", path, err)
+		return nil, 0, fmt.Errorf("control socket %s: peer credentials: %w", path, err)
 	}
-	if !trustedUID(uid) {
+	if uid := int(cred.Uid); !trustedUID(uid) {
 		c.Close()
-		return nil, fmt.Errorf("control socket %s: %w: it is served by uid %d", path, ErrUntrustedSocket, uid)
+		return nil, 0, fmt.Errorf("control socket %s: %w: it is served by uid %d", path, ErrUntrustedSocket, uid)
 	}
-	return c, nil
+	return c, int(cred.Pid), nil
 }
 
-// peerUID is the uid of the process that made the other end of c.
-func peerUID(c *net.UnixConn) (int, error) {
+// peerCred is who made the other end of c.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return -1, err
+		return nil, err
 	}
-	if serr != nil {
-		return -1, serr
-	}
-	return int(cred.Uid), nil
+	return cred, serr
 }
 
 func errReplaced(err error) error {

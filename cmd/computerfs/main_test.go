@@ -170,24 +170,6 @@ func isMounted(mnt string) bool {
 	return false
 }
 
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // detach lazily unmounts mnt if it is still mounted.
 func detach(t *testing.T, mnt string) {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,7 +176,7 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 		return err
 	}
 	var srv *fusefs.Server
-	var unmounted <-chan struct{}
+	var detached <-chan struct{}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
 		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
@@ -186,7 +187,7 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 			return err
 		}
 		api.SetNotifier(srv)
-		unmounted = srv.Done()
+		detached = srv.Detached()
 		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
 		e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther, "socket", ctl.Path())
 	} else {
@@ -198,27 +199,59 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	select {
 	case s := <-sigs:
 		e.log.Info("stopping", "signal", s.String())
-		if srv != nil {
-			if err := srv.Unmount(); err != nil {
-				e.log.Error("unmount", "mountpoint", mnt, "err", err)
-			}
-		}
-	case <-unmounted:
-		e.log.Info("unmounted from outside", "mountpoint", mnt)
+	case <-detached:
+		e.log.Info("stopping: unmounted from outside", "mountpoint", mnt)
 	case <-ctx.Done():
-		if srv != nil {
-			srv.Unmount()
+		e.log.Info("stopping", "err", context.Cause(ctx))
+	}
+	start := time.Now()
+	// A second signal forces the exit: the connection is aborted, and the
+	// store, which bbolt keeps consistent at every commit, is left as the
+	// last commit made it.
+	shutDown := make(chan struct{})
+	defer close(shutDown)
+	go func() {
+		select {
+		case s := <-sigs:
+			e.log.Warn("second signal: exiting at once", "signal", s.String())
+			if srv != nil {
+				if err := srv.Abort(); err != nil {
+					e.log.Error("abort the FUSE connection", "mountpoint", mnt, "err", err)
+				}
+			}
+			os.Exit(exitForced)
+		case <-shutDown:
+		}
+	}()
+	// The backends first: a container that a backend keeps warm holds the
+	// mount in its own mount namespace, and the kernel keeps the FUSE
+	// connection until it is gone, so waiting for the kernel first would
+	// wait forever.
+	closeRT()
+	e.log.Info("backends stopped", "took", time.Since(start).Round(time.Millisecond))
+	if srv != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
+		err := srv.Shutdown(uctx)
+		cancel()
+		if err != nil {
+			e.log.Error("unmount", "mountpoint", mnt, "err", err)
 		}
 	}
 	ctl.Close()
-	closeRT()
 	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", ws, err)
 	}
-	e.log.Info("workspace closed", "workspace", ws)
+	e.log.Info("workspace closed", "workspace", ws, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// unmountWait bounds the wait for the kernel to end the FUSE connection
+// once the backends are stopped; then it is aborted.
+const unmountWait = 2 * time.Second
+
+// exitForced is the exit status after a second SIGINT or SIGTERM.
+const exitForced = 130
 
 // startDaemon re-runs this command in a new session without --daemon and
 // waits until the child reports its mount live.
@@ -318,16 +351,120 @@ func cmdUmount(ctx context.Context, e *env, args []string) error {
 		return exitCode(2)
 	}
 	mnt := fl.Arg(0)
-	if err := syscall.Unmount(mnt, 0); err != nil {
-		if errors.Is(err, syscall.EPERM) {
-			if out, ferr := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); ferr != nil {
-				return fmt.Errorf("unmount %s: %v: %s", mnt, err, strings.TrimSpace(string(out)))
-			}
-			return nil
+	// The daemon, found before the mount goes: umount returns once it has
+	// stopped its backends and closed the store.
+	daemon := 0
+	if ws, ok := mountedStore(mnt); ok {
+		if pid, err := wsrpc.DaemonPID(ctx, ws); err == nil {
+			daemon = pid
+		} else if !errors.Is(err, wsrpc.ErrNoDaemon) {
+			e.log.Warn("umount: the daemon's control socket", "workspace", ws, "err", err)
 		}
-		return fmt.Errorf("unmount %s: %w", mnt, err)
 	}
-	return nil
+	if err := syscall.Unmount(mnt, 0); err != nil {
+		if !errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("unmount %s: %w", mnt, err)
+		}
+		if out, ferr := exec.CommandContext(ctx, "fusermount3", "-u", mnt).CombinedOutput(); ferr != nil {
+			return fmt.Errorf("unmount %s: %w: %s", mnt, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if daemon == 0 {
+		return nil
+	}
+	// The daemon sees the mount go from its namespace; if it does not
+	// (another namespace), it is told with SIGTERM.
+	if waitExit(ctx, daemon, umountWait) {
+		return nil
+	}
+	e.log.Warn("umount: the daemon is still running; sending SIGTERM", "pid", daemon)
+	syscall.Kill(daemon, syscall.SIGTERM)
+	if waitExit(ctx, daemon, umountWait) {
+		return nil
+	}
+	return fmt.Errorf("unmounted %s, but its daemon (pid %d) is still running", mnt, daemon)
+}
+
+// umountWait is how long umount waits for the daemon to exit, before and
+// after a SIGTERM.
+const umountWait = 5 * time.Second
+
+// waitExit waits until process pid is gone (or a zombie), for d at most.
+func waitExit(ctx context.Context, pid int, d time.Duration) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(d)
+	for {
+		if !processAlive(pid) {
+			return true
+		}
+		select {
+		case <-t.C:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// processAlive says whether pid is a process that has not exited.
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+// mountedStore is the store of the computerfs mount at mnt, from
+// /proc/self/mountinfo (the mount's source is the store's absolute path).
+func mountedStore(mnt string) (string, bool) {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return "", false
+	}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	store := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		// ID parent major:minor root mountpoint options... - fstype source super-options
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 2 || g[0] != "fuse.computerfs" || unescapeMountinfo(f[4]) != abs {
+			continue
+		}
+		store = unescapeMountinfo(g[1]) // the last one is on top
+	}
+	return store, store != ""
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // defaultMemoryLimit keeps the heap, chunk buffers included, well under the
