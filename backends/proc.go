@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sys/unix"
@@ -192,4 +194,45 @@ func alive(pid int) bool {
 		return false
 	}
 	return syscall.Kill(pid, 0) == nil
+}
+
+// staleAfter is how old a plugin socket directory must be before the
+// sweep removes it: one that another daemon is starting a plugin in may
+// not have its listener yet.
+const staleAfter = time.Minute
+
+// sweepSockets removes the socket directories (go-plugin's plugin-dir*)
+// that plugins of killed daemons left in the runtime directory dir: those
+// older than staleAfter where no socket answers. Daemons of other
+// workspaces share dir; their live sockets answer, and stay.
+func sweepSockets(dir string) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "plugin-dir") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || time.Since(fi.ModTime()) < staleAfter {
+			continue
+		}
+		socks, _ := os.ReadDir(p)
+		live := false
+		for _, s := range socks {
+			c, err := net.DialTimeout("unix", filepath.Join(p, s.Name()), 100*time.Millisecond)
+			if err == nil {
+				c.Close()
+				live = true
+				break
+			}
+		}
+		if !live && os.RemoveAll(p) == nil {
+			n++
+		}
+	}
+	return n
 }

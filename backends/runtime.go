@@ -117,6 +117,11 @@ func New(opts Options) (*Runtime, error) {
 			r.log.Warn("killed plugins left by a previous daemon", "count", n)
 		}
 	}
+	if dir, err := wsrpc.RuntimeDir(); err == nil {
+		if n := sweepSockets(dir); n > 0 {
+			r.log.Debug("removed plugin socket directories of killed daemons", "count", n, "dir", dir)
+		}
+	}
 	for _, dir := range opts.Dirs {
 		ents, err := os.ReadDir(dir)
 		if err != nil {

@@ -1,0 +1,52 @@
+package backends
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The sweep removes socket directories of dead plugins, old enough, and
+// keeps a live one and a new one.
+func TestSweepSockets(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * staleAfter)
+	mk := func(name string, listen bool, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sock := filepath.Join(p, "plugin1")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listen {
+			t.Cleanup(func() { l.Close() })
+		} else {
+			l.(*net.UnixListener).SetUnlinkOnClose(false)
+			l.Close() // the socket file stays, nobody answers: a killed plugin's
+		}
+		os.Chtimes(p, mtime, mtime)
+		return p
+	}
+	dead := mk("plugin-dir1", false, old)
+	live := mk("plugin-dir2", true, old)
+	fresh := mk("plugin-dir3", false, time.Now())
+	other := filepath.Join(dir, "not-ours")
+	os.Mkdir(other, 0o700)
+	os.Chtimes(other, old, old)
+	if n := sweepSockets(dir); n != 1 {
+		t.Errorf("removed %d, want 1", n)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead plugin's directory is still there: %v", err)
+	}
+	for _, p := range []string{live, fresh, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+}
