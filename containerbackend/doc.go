@@ -1,12 +1,31 @@
 // Package containerbackend is the container execution backend (ID
 // "container"): each exec runs real binaries in its own runc container
 // whose root is a small read-only directory with the host's /usr, /bin,
-// /lib, /lib64 and /etc bind-mounted read-only, the workspace's FUSE
+// /lib and /lib64 bind-mounted read-only, an /etc of its own (etc.go:
+// passwd and group of the container's users, copies of the world-readable
+// files a userland needs; never shadow, gshadow, sudoers, ssh keys or
+// ssl/private), the workspace's FUSE
 // mount (Config.MountPath) bind-mounted read-write at /workspace, a
 // private tmpfs /tmp, /proc and a minimal /dev. The container has its own
 // pid, mount, ipc, uts and network namespaces (loopback only), runc's
 // default capabilities, noNewPrivileges, a seccomp filter, and cgroup
 // limits on memory, pids and CPU.
+//
+// # What is not confined yet
+//
+// The container's root is the host's root (uid 0, no user namespace),
+// with three capabilities (audit write, kill, bind to low ports) and no
+// CAP_DAC_OVERRIDE. So a root-only file inside the bound /usr and /lib
+// (none on Debian 12's stock image) would be readable. A user namespace
+// mapping the container's root to an unprivileged host uid needs the
+// workspace mount to let that uid in: FUSE refuses every uid but the
+// mounter's without allow_other, and with allow_other and
+// default_permissions the mapped root could not write the files the
+// other doors create as uid 0. The way through is an idmapped bind of
+// the FUSE mount (FUSE_ALLOW_IDMAP, kernel 6.12+) for the container, or
+// the daemon owning the workspace's files under the mapped uid. Also,
+// /proc/self/mountinfo shows the bind sources (the mountpoint, the
+// rootfs and init paths) and the mount's source, the store's path.
 //
 // # Settings
 //

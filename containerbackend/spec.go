@@ -15,7 +15,8 @@ import (
 // hostDirs are the host directories the container sees read-only. On a
 // merged-/usr system (Debian 12) /bin, /lib, /lib64 and /sbin are
 // symlinks into /usr: the rootfs gets the same symlinks instead of mounts.
-var hostDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+// /etc is not one of them: see etc.go.
+var hostDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // emptyDirs are the mount points the rootfs holds besides hostDirs.
 var emptyDirs = []string{"/proc", "/dev", "/tmp", "/workspace"}
@@ -30,6 +31,9 @@ func makeRootfs(dir string) (binds []string, err error) {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if err := makeEtc("/etc", filepath.Join(dir, "etc")); err != nil {
+		return nil, fmt.Errorf("/etc: %w", err)
 	}
 	for _, d := range hostDirs {
 		fi, err := os.Lstat(d)
