@@ -21,7 +21,11 @@
 // workspace mount to let that uid in: FUSE refuses every uid but the
 // mounter's without allow_other, and with allow_other and
 // default_permissions the mapped root could not write the files the
-// other doors create as uid 0. The way through is an idmapped bind of
+// other doors create as uid 0. A gate in the daemon (allow_other for
+// the kernel, requests from other uids refused by the server) does not
+// hold: the kernel answers cached lookups, attributes and pages without
+// a request, so another user reads what was read before (tried and
+// measured). The way through is an idmapped bind of
 // the FUSE mount (FUSE_ALLOW_IDMAP, kernel 6.12+) for the container, or
 // the daemon owning the workspace's files under the mapped uid. Also,
 // /proc/self/mountinfo shows the bind sources (the mountpoint, the
