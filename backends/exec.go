@@ -78,13 +78,30 @@ const (
 	maxChanges         = 10000
 )
 
-// ExitStatus is the status a command line gives for an exit: the code, or
-// 128+signal when a signal ended it.
+// Exit statuses that mean the same on every backend, whatever the
+// plugin reported: a limit ended the exec.
+const (
+	StatusTimedOut  = 124 // the time limit, as GNU timeout's
+	StatusMemory    = 137 // a memory limit: killed, as by the OOM killer
+	StatusOutputCut = 141 // the output limit: as a writer whose pipe closed (SIGPIPE)
+)
+
+// ExitStatus is the status a command line gives for an exit, one table
+// for every backend: StatusTimedOut, StatusOutputCut or StatusMemory when
+// a limit ended it (the first that applies, in that order), else the
+// code, or 128+signal when a signal ended it. An exec whose output was
+// cut never exits 0.
 func ExitStatus(e *pb.Exit) int {
-	if e == nil {
+	switch {
+	case e == nil:
 		return 1
-	}
-	if e.Signal != 0 {
+	case e.TimedOut:
+		return StatusTimedOut
+	case e.Truncated:
+		return StatusOutputCut
+	case e.OomKilled:
+		return StatusMemory
+	case e.Signal != 0:
 		return 128 + int(e.Signal)
 	}
 	return int(e.ExitCode)

@@ -992,3 +992,26 @@ func TestGroupKilledWhenPluginDies(t *testing.T) {
 	}
 	h.mustEcho(t, "test", "restarted")
 }
+
+// One table of exit statuses for every backend: a limit gives the same
+// status whatever the plugin reported with it.
+func TestExitStatusTable(t *testing.T) {
+	for _, tc := range []struct {
+		exit *pb.Exit
+		want int
+	}{
+		{nil, 1},
+		{&pb.Exit{ExitCode: 3}, 3},
+		{&pb.Exit{TimedOut: true, Signal: 15, ExitCode: 143}, backends.StatusTimedOut},
+		{&pb.Exit{TimedOut: true, ExitCode: 124}, backends.StatusTimedOut},
+		{&pb.Exit{Truncated: true, ExitCode: 0}, backends.StatusOutputCut},
+		{&pb.Exit{Truncated: true, Signal: 9}, backends.StatusOutputCut},
+		{&pb.Exit{Truncated: true, ExitCode: 1}, backends.StatusOutputCut},
+		{&pb.Exit{OomKilled: true, ExitCode: 137}, backends.StatusMemory},
+		{&pb.Exit{Signal: 2}, 130},
+	} {
+		if got := backends.ExitStatus(tc.exit); got != tc.want {
+			t.Errorf("ExitStatus(%v) = %d, want %d", tc.exit, got, tc.want)
+		}
+	}
+}

@@ -262,11 +262,11 @@ func TestContainerThroughDaemon(t *testing.T) {
 	t.Run("limits", func(t *testing.T) {
 		// Output past the cap ends the container.
 		r := run(t, "", "-b", "container", "--output-limit", "1M", "--", "yes")
-		if r.code == 0 || len(r.stdout) != 1<<20 || !strings.Contains(r.stderr, "limit") {
+		if r.code != 141 || len(r.stdout) != 1<<20 || !strings.Contains(r.stderr, "limit") {
 			t.Errorf("output past the cap: exit %d, %d bytes, %s", r.code, len(r.stdout), r.stderr)
 		}
 		r = run(t, "", "-b", "container", "--timeout", "300ms", "--", "echo start; exec sleep 60")
-		if r.code != 128+15 || r.stdout != "start\n" || !strings.Contains(r.stderr, "time") || r.took > 10*time.Second {
+		if r.code != 124 || r.stdout != "start\n" || !strings.Contains(r.stderr, "time") || r.took > 10*time.Second {
 			t.Errorf("a sleep past the timeout: %v", r)
 		}
 		// No network: only loopback.
