@@ -22,6 +22,7 @@ package backends
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -418,11 +419,35 @@ type logWriter struct {
 	backend string
 }
 
+// Write logs a plugin's stderr: the JSON lines of go-plugin's logger
+// (hclog) at their own level, with their message and fields; anything
+// else (a panic, a library's print) as a warning, line by line.
 func (w *logWriter) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		if line != "" {
-			w.log.Info("plugin stderr", "backend", w.backend, "line", line)
+		if line == "" {
+			continue
 		}
+		var rec map[string]any
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &rec) == nil && rec["@message"] != nil {
+			level := slog.LevelInfo
+			switch rec["@level"] {
+			case "trace", "debug":
+				level = slog.LevelDebug
+			case "warn":
+				level = slog.LevelWarn
+			case "error":
+				level = slog.LevelError
+			}
+			attrs := []any{"backend", w.backend}
+			for k, v := range rec {
+				if !strings.HasPrefix(k, "@") {
+					attrs = append(attrs, k, v)
+				}
+			}
+			w.log.Log(context.Background(), level, fmt.Sprint(rec["@message"]), attrs...)
+			continue
+		}
+		w.log.Warn("plugin stderr", "backend", w.backend, "line", line)
 	}
 	return len(p), nil
 }

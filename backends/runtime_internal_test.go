@@ -1,9 +1,11 @@
 package backends
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +50,21 @@ func TestSweepSockets(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}
+	}
+}
+
+// A plugin's hclog lines keep their level; other stderr is a warning.
+func TestPluginStderrLevels(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w := &logWriter{log: log, backend: "shell"}
+	w.Write([]byte(`{"@level":"debug","@message":"configuring server automatic mTLS","@timestamp":"2026-12-01T23:38:20Z"}` + "\n" +
+		`{"@level":"error","@message":"broke","@timestamp":"x","why":"disk"}` + "\npanic: boom\n"))
+	out := buf.String()
+	if strings.Contains(out, "mTLS") {
+		t.Errorf("a debug line was logged at info: %s", out)
+	}
+	if !strings.Contains(out, `level=ERROR msg=broke backend=shell why=disk`) || !strings.Contains(out, `level=WARN msg="plugin stderr" backend=shell line="panic: boom"`) {
+		t.Errorf("log: %s", out)
 	}
 }
