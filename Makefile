@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS ?=
 
-.PHONY: all build run test test-short bench gobench vet fmt proto clean
+.PHONY: all build run install uninstall test test-short bench gobench vet fmt proto clean
 
 all: build
 
@@ -18,6 +18,21 @@ build:
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-container-init ./cmd/computerfs-container-init
 	@for p in $(PLUGINS); do echo "CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p"; \
 		CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN)/computerfs-plugin-$$p ./cmd/plugin-$$p || exit 1; done
+
+# Install the daemon and the built-in backends together in
+# $(PREFIX)/lib/computerfs (the daemon looks for its plugins beside its
+# own binary, symlinks resolved), with computerfs linked into
+# $(PREFIX)/bin. DESTDIR stages a package.
+PREFIX ?= /usr/local
+LIBDIR := $(PREFIX)/lib/computerfs
+install: build
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/computerfs $(BIN)/computerfs-container-init $(wildcard $(BIN)/computerfs-plugin-*) $(DESTDIR)$(LIBDIR)/
+	ln -sfn ../lib/computerfs/computerfs $(DESTDIR)$(PREFIX)/bin/computerfs
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/computerfs
+	rm -rf $(DESTDIR)$(LIBDIR)
 
 # Build, then mount the default workspace (~/.local/share/computerfs/default.cfs)
 # at ~/computerfs in the foreground. Ctrl-C unmounts cleanly.
