@@ -291,6 +291,13 @@ func buildEnv(pol BackendPolicy, reqEnv map[string]string) (map[string]string, e
 
 // resolveLimits applies the request within the backend's maximums, and
 // the host's own bounds within those.
+// EffectiveLimits are the limits an exec on a backend described by desc
+// gets when it asks for none: its defaults, the host's where it has
+// none, within its maximums and the host's.
+func EffectiveLimits(desc *pb.Description) *pb.Limits {
+	return resolveLimits(desc, &Request{})
+}
+
 func resolveLimits(desc *pb.Description, req *Request) *pb.Limits {
 	l := &pb.Limits{}
 	if desc.DefaultLimits != nil {

@@ -191,8 +191,14 @@ func TestExecLifecycle(t *testing.T) {
 	var list []struct {
 		ID, State, Description string
 		Restarts               int64
+		Features               []string
+		Defaults               struct {
+			TimeoutMs   int64 `json:"timeout_ms"`
+			OutputBytes int64 `json:"output_bytes"`
+		} `json:"default_limits"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) == 0 || list[0].ID != "shell" || list[0].State != "ready" || list[0].Restarts < 1 || list[0].Description == "" {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) == 0 || list[0].ID != "shell" || list[0].State != "ready" || list[0].Restarts < 1 || list[0].Description == "" ||
+		len(list[0].Features) == 0 || list[0].Defaults.OutputBytes != 16<<20 || list[0].Defaults.TimeoutMs == 0 {
 		t.Errorf("backends --json: %v %s", err, r.stdout)
 	}
 

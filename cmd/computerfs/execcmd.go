@@ -147,6 +147,7 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 			Path        string   `json:"path"`
 			Description string   `json:"description,omitempty"`
 			Accepts     []string `json:"accepts,omitempty"`
+			Features    []string `json:"features,omitempty"`
 			Defaults    *limits  `json:"default_limits,omitempty"`
 			Max         *limits  `json:"max_limits,omitempty"`
 			LastError   string   `json:"last_error,omitempty"`
@@ -157,10 +158,11 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 		for _, b := range list {
 			i := info{ID: b.Id, State: b.State, Path: b.Path, LastError: b.LastError, Execs: b.Execs, Restarts: b.Restarts}
 			if d := b.Description; d != nil {
-				i.Name, i.Version, i.Description, i.Accepts = d.Name, d.Version, d.Description, d.Accepts
-				if l := d.DefaultLimits; l != nil {
-					i.Defaults = &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes}
-				}
+				i.Name, i.Version, i.Description, i.Accepts, i.Features = d.Name, d.Version, d.Description, d.Accepts, d.Features
+				// What an exec gets: the host's defaults where the
+				// backend states none (its output limit, say).
+				l := backends.EffectiveLimits(d)
+				i.Defaults = &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes}
 				if l := d.MaxLimits; l != nil {
 					i.Max = &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes}
 				}
@@ -179,10 +181,9 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 		timeout, output, desc := "-", "-", b.LastError
 		if d := b.Description; d != nil {
 			desc = d.Description
-			if l := d.DefaultLimits; l != nil {
-				timeout = fmt.Sprintf("%s", time.Duration(l.TimeoutMs)*time.Millisecond)
-				output = humanBytes(l.OutputBytes)
-			}
+			l := backends.EffectiveLimits(d)
+			timeout = fmt.Sprintf("%s", time.Duration(l.TimeoutMs)*time.Millisecond)
+			output = humanBytes(l.OutputBytes)
 		}
 		if len(desc) > 100 {
 			desc = desc[:97] + "..."
