@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/shell/coreutils"
@@ -80,11 +81,11 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 	}
 	b.heapLimit = DefaultHeapLimit
 	if v := cfg.Settings["memory"]; v != "" {
-		n, err := parseSize(v)
-		if err != nil || n < 16<<20 {
-			return fmt.Errorf("shell backend: setting memory: want a size of at least 16M (such as 512M or 2G), not %q", v)
+		n, err := size.Parse(v)
+		if err != nil || n < 16<<20 || n > 1<<40 {
+			return fmt.Errorf("shell backend: setting memory: want a size from 16M to 1T (such as 512M or 2G), not %q", v)
 		}
-		b.heapLimit = n
+		b.heapLimit = int64(n)
 	}
 	if err := limitPlugin(b.heapLimit); err != nil {
 		return fmt.Errorf("shell backend: %w", err)

@@ -9,44 +9,17 @@ package shell
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/confinetest"
 	"github.com/computerfs/computerfs/shell/coreutils"
 )
 
 const hostSecret = "HOST-SECRET-7f3a"
-
-// hostState is what a directory of the host holds: path -> kind, mode,
-// size and content hash.
-func hostState(t *testing.T, root string) map[string]string {
-	t.Helper()
-	st := map[string]string{}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			st[p] = "error: " + err.Error()
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil
-		}
-		desc := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
-		}
-		st[p] = desc
-		return nil
-	})
-	return st
-}
 
 // interpTemps lists sh-interp-* names in the temp dirs the interpreter
 // could fall back to.
@@ -131,7 +104,7 @@ func TestConfinement(t *testing.T) {
 		{name: "memory: command substitution", script: `x=$(seq 1 10000000); echo no`, mem: 8 << 20, code: 137, reason: "memory limit"},
 		{name: "memory: array", script: `a=(xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx); for i in $(seq 24); do a=("${a[@]}" "${a[@]}"); done; echo no`, mem: 4 << 20, code: 137, reason: "memory limit"},
 	}
-	before := hostState(t, host)
+	before := confinetest.HostState(host)
 	tmps := []string{"/tmp", os.TempDir(), host}
 	tempsBefore := interpTemps(tmps...)
 	for _, tc := range tests {
@@ -169,15 +142,7 @@ func TestConfinement(t *testing.T) {
 			}
 		})
 	}
-	after := hostState(t, host)
-	for p, d := range before {
-		if after[p] != d {
-			t.Errorf("host file %s changed: %q -> %q", p, d, after[p])
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("host file %s created", p)
-		}
+	for _, c := range confinetest.Changes(before, confinetest.HostState(host)) {
+		t.Errorf("the host: %s", c)
 	}
 }

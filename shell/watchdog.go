@@ -5,8 +5,6 @@ import (
 	"os/user"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -120,31 +118,4 @@ func limitPlugin(heapLimit int64) error {
 	}
 	_, _ = user.Current()
 	return nil
-}
-
-// parseSize reads a size: bytes, or with a K, M, G or T suffix (powers
-// of 1024; a trailing B or iB is allowed).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 || v > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want a number of bytes, or with K, M, G or T", s)
-	}
-	return v * mult, nil
 }

@@ -69,16 +69,3 @@ func TestWatchdogEndsTheHeaviest(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		bad  bool
-	}{{"512M", 512 << 20, false}, {"2G", 2 << 30, false}, {"1GiB", 1 << 30, false}, {"4096", 4096, false}, {"x", 0, true}, {"-1M", 0, true}} {
-		got, err := parseSize(tc.in)
-		if (err != nil) != tc.bad || got != tc.want {
-			t.Errorf("parseSize(%q) = %d, %v", tc.in, got, err)
-		}
-	}
-}

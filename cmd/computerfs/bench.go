@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/computerfs/computerfs/bench"
+	"github.com/computerfs/computerfs/internal/size"
 )
 
 // listFlag is a repeatable string flag; commas also separate values when
@@ -85,7 +86,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}
-	nbytes, err := parseSize(bytesStr)
+	nbytes, err := size.Parse(bytesStr)
 	if err != nil {
 		return usageError{fmt.Errorf("--bytes: %w", err)}
 	}

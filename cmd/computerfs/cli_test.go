@@ -135,28 +135,6 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for s, want := range map[string]uint64{
-		"4096": 4096, "10G": 10 << 30, "512MiB": 512 << 20, "16m": 16 << 20,
-		"1.5T": 3 << 39, "64k": 64 << 10, "2GB": 2 << 30, " 7 ": 7,
-	} {
-		got, err := parseSize(s)
-		if err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", s, got, err, want)
-		}
-	}
-	for _, s := range []string{"", "lots", "-1G", "1X", "G"} {
-		if got, err := parseSize(s); err == nil {
-			t.Errorf("parseSize(%q) = %d, want an error", s, got)
-		}
-	}
-	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1 << 20: "1.0 MiB", 10 << 30: "10.0 GiB", 3 << 39: "1.5 TiB"} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestMountForeground mounts in the foreground, writes through the mount,
 // stops the daemon with SIGINT or SIGTERM and remounts to find the files.
 func TestMountForeground(t *testing.T) {
@@ -235,7 +213,7 @@ func TestMountDaemon(t *testing.T) {
 	data := randomData(2<<20+5, 7)
 	writeFile(t, filepath.Join(mnt, "right-away"), data)
 	checkFile(t, filepath.Join(mnt, "right-away"), data)
-	if !pidAlive(pid) {
+	if !processAlive(pid) {
 		t.Fatalf("daemon %d is not running", pid)
 	}
 	if sid, _, _ := syscall.RawSyscall(syscall.SYS_GETSID, uintptr(pid), 0, 0); int(sid) != pid {

@@ -19,6 +19,7 @@ import (
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
@@ -255,7 +256,7 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 		start.InputJson = []byte(input)
 	}
 	if outputLimit != "" {
-		n, err := parseSize(outputLimit)
+		n, err := size.Parse(outputLimit)
 		if err != nil {
 			return usageError{fmt.Errorf("--output-limit: %w", err)}
 		}

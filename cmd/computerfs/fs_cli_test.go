@@ -157,7 +157,7 @@ func startServe(t *testing.T, home, ws string) *serveDaemon {
 	t.Cleanup(func() {
 		// The test stops it; if it has not (it failed early), SIGTERM,
 		// then SIGKILL.
-		if pidAlive(pid) {
+		if processAlive(pid) {
 			syscall.Kill(pid, syscall.SIGTERM)
 			if !waitGone(pid, 10*time.Second) {
 				t.Errorf("serve daemon %d still running 10s after SIGTERM", pid)
@@ -922,7 +922,7 @@ func TestFSCommands(t *testing.T) {
 		h := newHarness(t, "serve")
 		d := startServe(t, h.home, h.ws)
 		runFSTable(t, h)
-		if !pidAlive(d.pid) {
+		if !processAlive(d.pid) {
 			t.Fatalf("serve daemon %d died during the table", d.pid)
 		}
 		d.stop(t)
@@ -1143,7 +1143,7 @@ func TestFSBadInput(t *testing.T) {
 				t.Errorf("fs cat /ok.txt after bad input: %q", r.stdout)
 			}
 			if d != nil {
-				if !pidAlive(d.pid) {
+				if !processAlive(d.pid) {
 					t.Fatalf("serve daemon died of bad input")
 				}
 				d.stop(t)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"golang.org/x/sys/unix"
@@ -914,7 +915,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	var limit uint64
 	if limitStr != "" {
-		if limit, err = parseSize(limitStr); err != nil {
+		if limit, err = size.Parse(limitStr); err != nil {
 			return err
 		}
 	}

@@ -182,27 +182,10 @@ func detach(t *testing.T, mnt string) {
 	}
 }
 
-// pidAlive reports whether pid names a live (not zombie) process.
-func pidAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
 // waitGone waits for pid to exit.
 func waitGone(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for pidAlive(pid) {
+	for processAlive(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -341,7 +324,7 @@ func runDaemon(t *testing.T, home, ws, mnt string, args ...string) int {
 	if m != nil {
 		pid, _ := strconv.Atoi(m[1])
 		t.Cleanup(func() {
-			if pidAlive(pid) {
+			if processAlive(pid) {
 				syscall.Kill(-pid, syscall.SIGKILL)
 				syscall.Kill(pid, syscall.SIGKILL)
 				if !waitGone(pid, 20*time.Second) {

@@ -20,6 +20,7 @@ import (
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 )
@@ -84,7 +85,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	}
 	var limit uint64
 	if limitStr != "" {
-		if limit, err = parseSize(limitStr); err != nil {
+		if limit, err = size.Parse(limitStr); err != nil {
 			return err
 		}
 	}
@@ -475,7 +476,7 @@ const defaultMemoryLimit = "160M"
 // heap grows to twice what is live between collections, and bbolt's
 // per-commit page buffers make that a lot.
 func setMemoryLimit(s string) error {
-	n, err := parseSize(s)
+	n, err := size.Parse(s)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/size"
 )
 
 func oneWorkspace(e *env, name string, args []string, setup func(*flag.FlagSet)) (string, error) {
@@ -93,14 +94,14 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	}
 	c := info.Chunks
 	fmt.Fprintf(e.stdout, "workspace      %s\n", ws)
-	fmt.Fprintf(e.stdout, "format         %d, chunk size %s\n", info.FormatVersion, formatSize(uint64(info.ChunkSize)))
-	fmt.Fprintf(e.stdout, "limit          %s (%s used, %.1f%%)\n", formatSize(info.LimitBytes), formatSize(c.UniqueBytes), 100*float64(c.UniqueBytes)/float64(max(info.LimitBytes, 1)))
+	fmt.Fprintf(e.stdout, "format         %d, chunk size %s\n", info.FormatVersion, size.Format(uint64(info.ChunkSize)))
+	fmt.Fprintf(e.stdout, "limit          %s (%s used, %.1f%%)\n", size.Format(info.LimitBytes), size.Format(c.UniqueBytes), 100*float64(c.UniqueBytes)/float64(max(info.LimitBytes, 1)))
 	fmt.Fprintf(e.stdout, "inodes         %d\n", info.Inodes)
 	fmt.Fprintf(e.stdout, "chunks         %d\n", c.Chunks)
-	fmt.Fprintf(e.stdout, "logical bytes  %s (file data, every reference)\n", formatSize(c.LogicalBytes))
-	fmt.Fprintf(e.stdout, "unique bytes   %s (after deduplication, %.2fx)\n", formatSize(c.UniqueBytes), c.DedupRatio())
-	fmt.Fprintf(e.stdout, "stored bytes   %s (after compression, %.2fx)\n", formatSize(c.StoredBytes), c.CompressionRatio())
-	fmt.Fprintf(e.stdout, "file size      %s\n", formatSize(uint64(info.FileBytes)))
+	fmt.Fprintf(e.stdout, "logical bytes  %s (file data, every reference)\n", size.Format(c.LogicalBytes))
+	fmt.Fprintf(e.stdout, "unique bytes   %s (after deduplication, %.2fx)\n", size.Format(c.UniqueBytes), c.DedupRatio())
+	fmt.Fprintf(e.stdout, "stored bytes   %s (after compression, %.2fx)\n", size.Format(c.StoredBytes), c.CompressionRatio())
+	fmt.Fprintf(e.stdout, "file size      %s\n", size.Format(uint64(info.FileBytes)))
 	return nil
 }
 
@@ -119,7 +120,7 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("gc %s: %w", ws, err)
 	}
 	fmt.Fprintf(e.stdout, "freed %d unreferenced chunks (%s), %d unreachable bodies (%s); corrected %d reference counts\n",
-		rep.ChunksFreed, formatSize(rep.BytesFreed), rep.BodiesFreed, formatSize(rep.BodyBytesFreed), rep.RefsCorrected)
+		rep.ChunksFreed, size.Format(rep.BytesFreed), rep.BodiesFreed, size.Format(rep.BodyBytesFreed), rep.RefsCorrected)
 	return nil
 }
 
@@ -143,7 +144,7 @@ func cmdLimit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fl.NArg() == 2 {
-		limit, err := parseSize(fl.Arg(1))
+		limit, err := size.Parse(fl.Arg(1))
 		if err != nil {
 			f.Close()
 			return err
@@ -154,6 +155,6 @@ func cmdLimit(ctx context.Context, e *env, args []string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "limit %s, used %s\n", formatSize(limit), formatSize(used))
+	fmt.Fprintf(e.stdout, "limit %s, used %s\n", size.Format(limit), size.Format(used))
 	return nil
 }

@@ -3,10 +3,8 @@ package confinetest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -86,29 +84,6 @@ func python(t *testing.T) bool {
 		}
 	}
 	return true
-}
-
-// hostState is what a host directory holds: path -> mode, size, mtime
-// and content hash.
-func hostState(root string) map[string]string {
-	st := map[string]string{}
-	filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return nil
-		}
-		desc := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
-		}
-		st[p] = desc
-		return nil
-	})
-	return st
 }
 
 // topNames lists a directory's entries (for /tmp and the plugins' cwd).
@@ -218,7 +193,7 @@ export default async () => { const out = []; for (const f of [() => writeFile("`
 		)
 	}
 
-	before := hostState(host)
+	before := HostState(host)
 	tmpBefore := topNames("/tmp")
 	for _, a := range attempts {
 		t.Run(a.backend+"/"+a.name, func(t *testing.T) {
@@ -239,16 +214,8 @@ export default async () => { const out = []; for (const f of [() => writeFile("`
 			t.Logf("exit %d: %s", backends.ExitStatus(res.Exit), strings.TrimSpace(all))
 		})
 	}
-	after := hostState(host)
-	for p, d := range before {
-		if after[p] != d {
-			t.Errorf("host file %s changed: %q -> %q", p, d, after[p])
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("host file %s created", p)
-		}
+	for _, c := range Changes(before, HostState(host)) {
+		t.Errorf("the host: %s", c)
 	}
 	for n := range topNames("/tmp") {
 		if !tmpBefore[n] && strings.HasPrefix(n, "sh-interp-") {
@@ -264,8 +231,8 @@ export default async () => { const out = []; for (const f of [() => writeFile("`
 	for _, p := range []string{created, "/work/to-hostdir/new", "/work/to-host"} {
 		ws.WriteFile(ctx, p, []byte("pwned"), workspace.WriteOptions{Parents: true})
 	}
-	if after := hostState(host); len(after) != len(before) {
-		t.Errorf("file API writes reached the host: %v", after)
+	for _, c := range Changes(before, HostState(host)) {
+		t.Errorf("file API writes reached the host: %s", c)
 	}
 	// The workspace kept what the attempts wrote inside it, and nothing
 	// landed outside it: the writes through symlinks went nowhere or in.

@@ -7,5 +7,7 @@
 // changed? The container backend's own suite is in containerbackend; the
 // interpreter's, with every TMPDIR and tilde game, in shell.
 //
-// It has no code but its tests, and imports only what a daemon does.
+// Its one piece of code, HostState and Changes, is the host-side check
+// the other packages' confinement tests share; it imports only the
+// standard library, and its tests only what a daemon does.
 package confinetest

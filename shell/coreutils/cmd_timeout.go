@@ -72,29 +72,15 @@ func txtTimeoutMain(ctx context.Context, e *Env, args []string) int {
 	return status
 }
 
-// timeoutDuration reads DURATION: a number with an optional s, m, h or d.
+// timeoutDuration reads DURATION as sleep does; an interval too long
+// to count is no limit, as GNU's.
 func timeoutDuration(s string) (time.Duration, bool) {
-	mult := 1.0
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 's':
-			s = s[:n-1]
-		case 'm':
-			s, mult = s[:n-1], 60
-		case 'h':
-			s, mult = s[:n-1], 3600
-		case 'd':
-			s, mult = s[:n-1], 86400
-		}
-	}
-	v, isNaN, ok := txtStrtold(s)
-	if !ok || isNaN || v.Sign() < 0 {
+	f, ok := txtInterval(s)
+	if !ok {
 		return 0, false
 	}
-	f, _ := v.Float64()
-	f *= mult * 1e9
-	if f >= math.MaxInt64 {
-		return 0, true // no limit, as GNU treats an overflowing one
+	if f*1e9 >= math.MaxInt64 {
+		return 0, true
 	}
-	return time.Duration(math.Ceil(f)), true
+	return time.Duration(math.Ceil(f * 1e9)), true
 }

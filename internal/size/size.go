@@ -1,4 +1,7 @@
-package main
+// Package size reads and writes byte sizes as people type them (10G,
+// 512MiB, 1.5T, 4096): one parser for the CLI's flags and the backends'
+// settings. It touches nothing else.
+package size
 
 import (
 	"fmt"
@@ -6,8 +9,9 @@ import (
 	"strings"
 )
 
-// parseSize reads sizes such as 10G, 512MiB, 1.5T or 4096.
-func parseSize(s string) (uint64, error) {
+// Parse reads a size: a number of bytes, or with a K, M, G or T suffix
+// (powers of 1024; a trailing B or iB is allowed), fractions included.
+func Parse(s string) (uint64, error) {
 	t := strings.TrimSpace(strings.ToUpper(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
 	mult := uint64(1)
@@ -27,13 +31,14 @@ func parseSize(s string) (uint64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || v*float64(mult) >= 1<<63 {
 		return 0, fmt.Errorf("invalid size %q (want a number with an optional K, M, G or T suffix)", s)
 	}
 	return uint64(v * float64(mult)), nil
 }
 
-func formatSize(n uint64) string {
+// Format writes n in the largest binary unit that keeps it at 1 or more.
+func Format(n uint64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	f := float64(n)
 	i := 0
