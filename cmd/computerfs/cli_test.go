@@ -634,6 +634,16 @@ func TestLimit(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "invalid size") {
 		t.Errorf("limit lots: %v", r)
 	}
+	// Below what is stored (0 included): refused, and the limit stays.
+	for _, small := range []string{"0", "1M"} {
+		r = cli(t, home, "limit", ws, small)
+		if r.code == 0 || !strings.Contains(r.stderr, "below the 2.0 MiB the workspace already stores") {
+			t.Errorf("limit %s: %v", small, r)
+		}
+	}
+	if r = mustCLI(t, home, "limit", ws); strings.TrimSpace(r.stdout) != "limit 64.0 MiB, used 2.0 MiB" {
+		t.Errorf("limit after refusals: %v", r)
+	}
 	fsckClean(t, home, ws)
 
 	p := startMount(t, home, ws, mnt)

@@ -156,7 +156,11 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 		return err
 	}
 	if limit != 0 {
-		if cur, _ := f.Limit(); cur != limit {
+		if cur, used := f.Limit(); cur != limit {
+			if err := checkLimit(limit, used); err != nil {
+				f.Close()
+				return fmt.Errorf("--limit: %w", err)
+			}
 			f.SetLimit(limit)
 		}
 	}

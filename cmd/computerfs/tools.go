@@ -145,9 +145,13 @@ func cmdLimit(ctx context.Context, e *env, args []string) error {
 	}
 	if fl.NArg() == 2 {
 		limit, err := size.Parse(fl.Arg(1))
+		if err == nil {
+			_, used := f.Limit()
+			err = checkLimit(limit, used)
+		}
 		if err != nil {
 			f.Close()
-			return err
+			return usageError{err}
 		}
 		f.SetLimit(limit)
 	}
@@ -156,5 +160,14 @@ func cmdLimit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "limit %s, used %s\n", size.Format(limit), size.Format(used))
+	return nil
+}
+
+// checkLimit refuses a size limit the workspace is already over: every
+// write would fail with ENOSPC, and 0 is no way to say "unlimited".
+func checkLimit(limit, used uint64) error {
+	if limit < used || limit == 0 {
+		return fmt.Errorf("a limit of %s is below the %s the workspace already stores", size.Format(limit), size.Format(used))
+	}
 	return nil
 }
