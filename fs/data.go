@@ -636,6 +636,12 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		return f.writeResult(written, err)
 	}
 	for written < len(data) {
+		if appendMode && int64(n.attr.Size) != off+int64(written) {
+			// mu was released (a buffer, a slot, a base to read) and
+			// another write moved the end: go on at the end, never over
+			// what it wrote.
+			off = int64(n.attr.Size) - int64(written)
+		}
 		pos := off + int64(written)
 		idx := uint64(pos / cs)
 		inChunk := int(pos % cs)
@@ -683,6 +689,16 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			if err != nil {
 				return fail(err)
 			}
+		}
+		// Getting the slot may have released mu (reading the chunk list,
+		// or another writer's slot taken over): an append whose end
+		// moved starts over at the new end, and a compare-and-swap is
+		// checked again, before anything changes.
+		if appendMode && int64(n.attr.Size) != pos {
+			continue
+		}
+		if written == 0 && want != nil && n.version != *want {
+			return 0, ErrChanged
 		}
 		if s.needsBase(inChunk, piece) {
 			// A page partly written over bytes not read yet: read them.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -691,4 +692,84 @@ func TestConcurrentTruncateAndWrite(t *testing.T) {
 		})
 	}
 	h.closeFS()
+}
+
+// Appends racing each other and commits: every line lands once, whole,
+// in each writer's order. An append that waited with mu released (for
+// a slot, or to read a committed chunk's bytes) used to go on at the end
+// it saw before the wait, over what another append wrote meanwhile.
+func TestConcurrentAppends(t *testing.T) {
+	h := small(t)
+	a := h.file(RootIno, "log")
+	const workers, lines = 8, 400
+	var errs errCollector
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var syncer sync.WaitGroup
+	syncer.Add(1)
+	go func() { // commits, so that appends land in committed chunks
+		defer syncer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := h.f.Fsync(bg, a.Ino); err != nil {
+				errs.add("fsync: %v", err)
+				return
+			}
+		}
+	}()
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				line := []byte(fmt.Sprintf("g%d %d %s\n", g, i, bytes.Repeat([]byte{'x'}, 1+(g*7+i)%50)))
+				n, err := h.f.Write(bg, a.Ino, 0, line, true)
+				if err != nil || n != len(line) {
+					errs.add("g%d: append: %d %v", g, n, err)
+					return
+				}
+				if i%16 == g {
+					// Commit, so that the next appends land in a
+					// committed chunk and read its bytes first.
+					if err := h.f.Fsync(bg, a.Ino); err != nil {
+						errs.add("g%d: fsync: %v", g, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	syncer.Wait()
+	errs.report(t)
+	attr, err := h.f.GetAttr(a.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, attr.Size)
+	if n, err := h.f.Read(bg, a.Ino, 0, buf); err != nil || n != len(buf) {
+		t.Fatalf("read: %d %v", n, err)
+	}
+	next := make([]int, workers)
+	for _, l := range bytes.Split(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n")) {
+		var g, i int
+		var pad string
+		if _, err := fmt.Sscanf(string(l), "g%d %d %s", &g, &i, &pad); err != nil || strings.Trim(pad, "x") != "" || len(pad) != 1+(g*7+i)%50 {
+			t.Fatalf("torn line %q", l)
+		}
+		if g < 0 || g >= workers || i != next[g] {
+			t.Fatalf("line %q out of order (want g%d's line %d)", l, g, next[g])
+		}
+		next[g]++
+	}
+	for g, n := range next {
+		if n != lines {
+			t.Errorf("writer %d: %d lines in the file, %d appended", g, n, lines)
+		}
+	}
 }
