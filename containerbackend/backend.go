@@ -292,7 +292,7 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) (err error
 		return err
 	}
 	b.rootfs = b.stage.rootfs()
-	binds, err := b.stage.makeRootfs()
+	binds, err := makeRootfs(b.rootfs)
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}

@@ -157,7 +157,7 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 	if ctlChild != nil {
 		c.cmd.ExtraFiles = []*os.File{ctlChild} // fd 3 in the container
 	}
-	if err := b.stage.start(c.cmd); err != nil {
+	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start runc: %w", err)
 	}
 	started = true

@@ -50,7 +50,7 @@
 //
 // # Host paths
 //
-// The binds' sources are in a stage: a tmpfs of the plugin's,
+// The binds' sources are in a stage: a private tmpfs of the plugin's,
 // /run/computerfs-stages/stage-<pid>-<tag> (StageDir; both of mode 0711:
 // the mapped root must get through to the rootfs, so not under the
 // StateDir, of mode 0700), holding the rootfs (a
@@ -62,15 +62,9 @@
 // within its file system: the FUSE mount's source (its FsName: the
 // store's path) and, for a workspace that is a directory of another file
 // system or a policy root, its path within that file system; the host's
-// block device and the /usr path for the userland binds.
-//
-// The stage's mounts are in a mount namespace of the plugin's own (one
-// OS thread unshares it, a slave of the host's, and forks every `runc
-// run`): the host's mount table never shows them, other host users
-// cannot reach the workspace's clone through them, and a plugin killed
-// with SIGKILL takes them with it (no dead mount holds the FUSE
-// connection). On the host a stage is an empty directory, removed by
-// Close or by the next plugin's start (never recursively).
+// block device and the /usr path for the userland binds. The stage is
+// unmounted by Close, and a stage left by a killed plugin by the next
+// plugin's start (unmounted first, never removed recursively).
 //
 // The control socket (fd 3) and the command's pipes are the plugin's:
 // the pipes are given to the mapped root (fchown) so that a command can

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -39,62 +38,9 @@ func idMappings() []specs.LinuxIDMapping {
 // init binary and the idmapped clone of the workspace. Bind sources in a
 // tmpfs of its own show in the containers' mountinfo as /rootfs, /init
 // and /ws, not as host paths.
-//
-// The stage's mounts are in a mount namespace of the plugin's own: one
-// OS thread unshares it (a slave of the host's: the host's mounts and
-// unmounts reach it, its own mounts go nowhere), makes the stage's
-// mounts and forks every `runc run`, whose containers start from it. So
-// the host's mount table never shows the stage, other host users cannot
-// reach its workspace clone, and when the plugin dies (SIGKILL included)
-// the namespace and its mounts go with it: no dead mount is left holding
-// the FUSE connection. On the host, the stage is an empty directory.
 type stage struct {
 	dir string
-	ns  *mountNS
 }
-
-// mountNS is an OS thread in a mount namespace of its own, running
-// functions.
-type mountNS struct {
-	work chan func()
-}
-
-func newMountNS() (*mountNS, error) {
-	m := &mountNS{work: make(chan func())}
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with the goroutine, and takes
-		// the namespace with it.
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-			errc <- fmt.Errorf("unshare the mount namespace: %w", err)
-			return
-		}
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			errc <- fmt.Errorf("make the mount namespace a slave: %w", err)
-			return
-		}
-		errc <- nil
-		for f := range m.work {
-			f()
-		}
-	}()
-	if err := <-errc; err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// do runs f on the namespace's thread.
-func (m *mountNS) do(f func() error) error {
-	errc := make(chan error, 1)
-	m.work <- func() { errc <- f() }
-	return <-errc
-}
-
-// close ends the thread. Processes it forked with a parent-death signal
-// (runc) get it.
-func (m *mountNS) close() { close(m.work) }
 
 func (s *stage) rootfs() string { return filepath.Join(s.dir, "rootfs") }
 func (s *stage) init() string   { return filepath.Join(s.dir, "init") }
@@ -126,41 +72,22 @@ func newStage(tag uint32) (*stage, error) {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
 	s := &stage{dir: filepath.Join(root, fmt.Sprintf("%s%d-%08x", stagePrefix, os.Getpid(), tag))}
+	unmountStage(s.dir)
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if s.ns, err = newMountNS(); err != nil {
-		os.Remove(s.dir)
-		return nil, err
+	// No nosuid or nodev: a remount in the container's user namespace
+	// (runc's read-only root) could not drop them, and the binds add
+	// their own.
+	if err := unix.Mount("tmpfs", s.dir, "tmpfs", 0, "mode=0711,size=64m"); err != nil {
+		return nil, fmt.Errorf("stage tmpfs %s: %w", s.dir, err)
 	}
-	err = s.ns.do(func() error {
-		// No nosuid or nodev: a remount in the container's user
-		// namespace (runc's read-only root) could not drop them, and
-		// the binds add their own.
-		if err := unix.Mount("tmpfs", s.dir, "tmpfs", 0, "mode=0711,size=64m"); err != nil {
-			return fmt.Errorf("stage tmpfs %s: %w", s.dir, err)
-		}
-		return unix.Mount("", s.dir, "", unix.MS_PRIVATE, "")
-	})
-	if err != nil {
-		s.close()
-		return nil, err
+	// Private: the workspace's clone under it propagates nowhere.
+	if err := unix.Mount("", s.dir, "", unix.MS_PRIVATE, ""); err != nil {
+		unmountStage(s.dir)
+		return nil, fmt.Errorf("stage tmpfs %s: %w", s.dir, err)
 	}
 	return s, nil
-}
-
-// start starts cmd from the stage's mount namespace.
-func (s *stage) start(cmd *exec.Cmd) error {
-	return s.ns.do(cmd.Start)
-}
-
-// makeRootfs builds the host userland's root in the stage.
-func (s *stage) makeRootfs() (binds []string, err error) {
-	err = s.ns.do(func() error {
-		binds, err = makeRootfs(s.rootfs())
-		return err
-	})
-	return binds, err
 }
 
 // unmountStage detaches a stage with everything mounted under it (the
@@ -177,22 +104,13 @@ func unmountStage(dir string) {
 }
 
 func (s *stage) close() {
-	if s == nil {
-		return
+	if s != nil {
+		unmountStage(s.dir)
 	}
-	if s.ns != nil {
-		s.ns.do(func() error { unmountStage(s.dir); return nil })
-		s.ns.close()
-	}
-	unmountStage(s.dir) // the empty directory on the host
 }
 
 // bindRootfs binds a configured root at the stage's rootfs.
 func (s *stage) bindRootfs(dir string) error {
-	return s.ns.do(func() error { return s.bindRootfsNS(dir) })
-}
-
-func (s *stage) bindRootfsNS(dir string) error {
 	if err := os.MkdirAll(s.rootfs(), 0o755); err != nil {
 		return err
 	}
@@ -204,10 +122,6 @@ func (s *stage) bindRootfsNS(dir string) error {
 
 // copyInit puts a copy of the init binary in the stage.
 func (s *stage) copyInit(src string) error {
-	return s.ns.do(func() error { return s.copyInitNS(src) })
-}
-
-func (s *stage) copyInitNS(src string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -231,10 +145,6 @@ func (s *stage) copyInitNS(src string) error {
 // clone is of the directory itself, taken now: a symlink swapped into
 // the path later changes nothing of what the containers get.
 func (s *stage) mountWorkspace(dir string) error {
-	return s.ns.do(func() error { return s.mountWorkspaceNS(dir) })
-}
-
-func (s *stage) mountWorkspaceNS(dir string) error {
 	if err := checkMountLetsIn(dir); err != nil {
 		return err
 	}
