@@ -149,7 +149,6 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 		}()
 		args = append(args, "--preserve-fds", "1")
 	}
-	chownToRoot(stdin, stdout, stderr)
 	c.cmd = exec.Command(b.Runc, append(args, c.id)...)
 	// runc dies with the plugin, and the container's init with runc.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -231,7 +230,6 @@ func (c *container) attach(cmd initCommand) error {
 		return err
 	}
 	c.stdin, c.stdout, c.stderr = inW, outR, errR
-	chownToRoot(inR, outW, errW)
 	c.ctl.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	n, _, err := c.ctl.WriteMsgUnix(line, unix.UnixRights(int(inR.Fd()), int(outW.Fd()), int(errW.Fd())), nil)
 	if err == nil && n < len(line) {
