@@ -250,9 +250,10 @@ func (rn *run) psub(stdin io.Reader, stdout io.Writer) error {
 	return err
 }
 
-// psubFS is the FS the commands see: the workspace, and the run's
-// process substitutions under /dev/fd.
-type psubFS struct {
+// runFS is the FS the commands and the interpreter's handlers see: the
+// workspace, the virtual devices, and the run's process substitutions
+// under /dev/fd.
+type runFS struct {
 	coreutils.FS
 	p *psubs
 }
@@ -278,14 +279,14 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Close() error                { return nil }
 
-func (f psubFS) Create(ctx context.Context, name string, appendMode bool, perm iofs.FileMode) (io.WriteCloser, error) {
+func (f runFS) Create(ctx context.Context, name string, appendMode bool, perm iofs.FileMode) (io.WriteCloser, error) {
 	if _, ok := devices[name]; ok {
 		return discard{}, nil
 	}
 	return f.FS.Create(ctx, name, appendMode, perm)
 }
 
-func (f psubFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+func (f runFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if dev, ok := devices[name]; ok {
 		return io.NopCloser(dev()), nil
 	}
@@ -298,7 +299,7 @@ func (f psubFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	return f.FS.Open(ctx, name)
 }
 
-func (f psubFS) Stat(ctx context.Context, name string) (coreutils.FileInfo, error) {
+func (f runFS) Stat(ctx context.Context, name string) (coreutils.FileInfo, error) {
 	if _, ok := devices[name]; ok {
 		return coreutils.FileInfo{Name: path.Base(name), Mode: iofs.ModeDevice | iofs.ModeCharDevice | 0o666, Nlink: 1}, nil
 	}
@@ -311,7 +312,7 @@ func (f psubFS) Stat(ctx context.Context, name string) (coreutils.FileInfo, erro
 	return f.FS.Stat(ctx, name)
 }
 
-func (f psubFS) Lstat(ctx context.Context, name string) (coreutils.FileInfo, error) {
+func (f runFS) Lstat(ctx context.Context, name string) (coreutils.FileInfo, error) {
 	if _, ok := devices[name]; ok || strings.HasPrefix(name, "/dev/fd/") {
 		return f.Stat(ctx, name)
 	}

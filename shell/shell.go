@@ -134,7 +134,7 @@ func Run(ctx context.Context, script string, opts Options) Outcome {
 	ctx, stop := context.WithTimeoutCause(ctx, opts.Timeout, &limitError{reason: fmt.Sprintf("timed out after %s", opts.Timeout)})
 	defer stop()
 	rn := &run{opts: opts, cancel: cancel}
-	rn.fs = psubFS{FS: opts.FS, p: &rn.psubs}
+	rn.fs = runFS{FS: opts.FS, p: &rn.psubs}
 	rn.mem.init(opts.MemoryBytes)
 	rn.mem.stop = func(err error) { cancel(err) }
 	if opts.watch != nil {
@@ -694,11 +694,6 @@ func (rn *run) open(ctx context.Context, p string, flag int, perm os.FileMode) (
 	switch p {
 	case "/dev/null":
 		return devNull{}, nil
-	case "/dev/zero", "/dev/urandom", "/dev/random":
-		if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
-			return devNull{}, nil
-		}
-		return readOnly{io.NopCloser(devices[p]())}, nil
 	case "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty":
 		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOTSUP}
 	}
