@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/internal/apitest"
+	"github.com/computerfs/computerfs/internal/confinetest"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 )
@@ -183,19 +184,6 @@ func checkRefusal(t *testing.T, what string, err error, dir string, want []strin
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%s: %q does not say %q", what, err, w)
 		}
-	}
-}
-
-func mkdirAs(t *testing.T, dir string, uid int, mode os.FileMode) {
-	t.Helper()
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, uid, uid); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -438,5 +426,12 @@ func TestHelperListener(t *testing.T) {
 			return
 		}
 		go io.Copy(io.Discard, c)
+	}
+}
+
+func mkdirAs(t *testing.T, dir string, uid int, mode os.FileMode) {
+	t.Helper()
+	if err := confinetest.MkdirOwned(dir, uid, mode); err != nil {
+		t.Fatal(err)
 	}
 }

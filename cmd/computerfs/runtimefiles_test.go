@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/computerfs/computerfs/internal/confinetest"
 )
 
 // TestOpenDaemonLog: the daemon's log is not opened in a directory that
@@ -60,13 +62,7 @@ func TestOpenDaemonLog(t *testing.T) {
 
 func mkdirOwned(t *testing.T, dir string, uid int, mode os.FileMode) {
 	t.Helper()
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, uid, uid); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
+	if err := confinetest.MkdirOwned(dir, uid, mode); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -54,3 +54,15 @@ func Changes(before, after map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// MkdirOwned makes dir owned by uid (and gid uid) with mode, as another
+// user would have made it first: for tests of squatted directories.
+func MkdirOwned(dir string, uid int, mode os.FileMode) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
