@@ -70,6 +70,7 @@ type Backend struct {
 	Logger *slog.Logger
 
 	pool      *pool          // warm containers; nil without an init or with "pool": "0"
+	stage     *stage         // the binds' sources (userns.go)
 	bg        sync.WaitGroup // teardowns of finished execs
 	set       settings
 	init      string // Init, if it can run in the rootfs
@@ -147,7 +148,7 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 		Name:    "Container",
 		Version: Version,
 		Description: "Runs real binaries (git, make, compilers, python, node if installed on the host) in a runc " +
-			"container: the host's /usr and /etc read-only, the workspace read-write at /workspace (the default " +
+			"container as an unprivileged user namespace's root: the host's /usr read-only, an /etc of its own, the workspace read-write at /workspace (the default " +
 			"directory), a private /tmp, no network (unless the policy configures another userland, the host's " +
 			"network or a read-only workspace). Starting a container costs tens of milliseconds; use the shell " +
 			"backend for plain file inspection and text processing.",
@@ -178,7 +179,7 @@ func FindRunc() (string, error) {
 	return "", errors.New("runc not found: install it (apt-get install runc)")
 }
 
-func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
+func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) (err error) {
 	set, err := parseSettings(cfg.Settings)
 	if err != nil {
 		return err
@@ -232,27 +233,66 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 			return err
 		}
 	}
+	// A previous configuration's warm containers and stage go first.
+	if b.pool != nil {
+		b.pool.close()
+		b.pool = nil
+	}
+	b.stage.close()
+	b.stage = nil
 	b.sweep()
 	b.tag = rand.Uint32()
+	if b.stage, err = newStage(b.tag); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			b.stage.close()
+			b.stage = nil
+		}
+	}()
+	if err := b.stage.mountWorkspace(mountPath); err != nil {
+		return err
+	}
+	stageInit := func(ok bool) error {
+		b.init = ""
+		if b.Init == "" || !ok {
+			return nil
+		}
+		b.init = b.stage.init()
+		if err := b.stage.copyInit(b.Init); err != nil {
+			// Bound from where it is: runc says what is wrong with it
+			// when a container starts.
+			b.log().Warn("container backend: init not copied", "init", b.Init, "err", err)
+			b.init = b.Init
+		}
+		return nil
+	}
 	if ul != nil {
 		// Runc creates missing mount points in the root, before making
 		// it read-only: they are made here, where a failure is clear.
 		if err := ul.mountPoints(b.ExtraBinds); err != nil {
 			return fmt.Errorf(`setting "rootfs": %w`, err)
 		}
-		b.rootfs, b.binds, b.path = ul.root, nil, ul.path
-		b.init = b.Init
-		if b.Init != "" && !runsIn(b.Init, ul.root) {
-			// A dynamically linked init cannot start in a root without
-			// its loader: run without one rather than fail every exec.
-			b.init = ""
+		// Bound into the stage: the container's root (host uid
+		// HostIDBase) may have no way through the directories above it.
+		if err := b.stage.bindRootfs(ul.root); err != nil {
+			return fmt.Errorf(`setting "rootfs": %w`, err)
+		}
+		b.rootfs, b.binds, b.path = b.stage.rootfs(), nil, ul.path
+		// A dynamically linked init cannot start in a root without its
+		// loader: run without one rather than fail every exec.
+		if err := stageInit(b.Init != "" && runsIn(b.Init, ul.root)); err != nil {
+			return err
 		}
 		b.startPool()
 		return nil
 	}
-	b.init = b.Init
-	b.rootfs = filepath.Join(b.StateDir, fmt.Sprintf("rootfs-%d", os.Getpid()))
-	binds, err := makeRootfs(b.rootfs)
+	if err := stageInit(true); err != nil {
+		return err
+	}
+	b.rootfs = b.stage.rootfs()
+	binds, err := b.stage.makeRootfs()
 	if err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
@@ -329,8 +369,19 @@ func (b *Backend) sweep() {
 			removeCgroup(filepath.Join(cgroupParent, id))
 		}
 	}
+	stages, _ := os.ReadDir(StageDir)
+	for _, e := range stages {
+		if p, ok := strings.CutPrefix(e.Name(), stagePrefix); ok {
+			if owner, _, _ := strings.Cut(p, "-"); !ownerAlive(owner) {
+				// Unmounted, then removed once empty: never a RemoveAll,
+				// which would descend into the workspace's clone.
+				unmountStage(filepath.Join(StageDir, e.Name()))
+			}
+		}
+	}
 	if ents, err := os.ReadDir(b.StateDir); err == nil {
 		for _, e := range ents {
+			// rootfs-<pid>: where older plugins built their root.
 			if p, ok := strings.CutPrefix(e.Name(), "rootfs-"); ok && !ownerAlive(p) {
 				// Only empty directories and symlinks: mounts happen in the
 				// containers' own mount namespaces.
@@ -607,7 +658,7 @@ func containerEnv(req map[string]string) map[string]string {
 func (b *Backend) specParams() specParams {
 	return specParams{
 		rootfs: b.rootfs, binds: b.binds, extraBinds: b.ExtraBinds,
-		workspace:   b.mountPath,
+		workspace:   b.stage.ws(),
 		init:        b.init,
 		workspaceRO: b.set.readOnly,
 		hostNetwork: b.set.hostNetwork,
@@ -624,6 +675,8 @@ func (b *Backend) Close() {
 		b.pool.close()
 	}
 	b.bg.Wait()
+	b.stage.close()
+	b.stage = nil
 }
 
 // refill has the pool make up for a container it lent.

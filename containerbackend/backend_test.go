@@ -421,13 +421,34 @@ func TestSweep(t *testing.T) {
 	bundle := filepath.Join(b.bundles, id)
 	os.MkdirAll(bundle, 0o700)
 	os.MkdirAll(filepath.Join(cgroupMount, "pids", cgroupParent, id), 0o755)
+	// A stage left by a dead plugin, with a workspace mounted in it: the
+	// sweep unmounts it and leaves the workspace's files alone.
+	stage := filepath.Join(StageDir, stagePrefix+"999999999-00000000")
+	leftWS := t.TempDir()
+	os.WriteFile(filepath.Join(leftWS, "keep"), []byte("x"), 0o644)
+	os.MkdirAll(stage, 0o755)
+	if err := syscall.Mount("tmpfs", stage, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(stage, "priv", "ws"), 0o700)
+	if err := syscall.Mount(leftWS, filepath.Join(stage, "priv", "ws"), "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unmountStage(stage) })
 	b2 := &Backend{StateDir: b.StateDir}
 	t.Cleanup(func() { os.RemoveAll(bundle) })
 	if err := b2.Configure(context.Background(), &pluginapi.Config{MountPath: b.mountPath}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(b2.Close)
 	if _, err := os.Stat(bundle); err == nil {
 		t.Fatal("bundle not swept")
+	}
+	if _, err := os.Stat(stage); err == nil {
+		t.Error("stage not swept")
+	}
+	if _, err := os.Stat(filepath.Join(leftWS, "keep")); err != nil {
+		t.Errorf("the sweep of a stage reached the workspace mounted in it: %v", err)
 	}
 }
 

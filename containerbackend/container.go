@@ -149,6 +149,7 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 		}()
 		args = append(args, "--preserve-fds", "1")
 	}
+	chownToRoot(stdin, stdout, stderr)
 	c.cmd = exec.Command(b.Runc, append(args, c.id)...)
 	// runc dies with the plugin, and the container's init with runc.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -156,7 +157,7 @@ func (b *Backend) startContainer(p specParams, lim limitsKey) (_ *container, err
 	if ctlChild != nil {
 		c.cmd.ExtraFiles = []*os.File{ctlChild} // fd 3 in the container
 	}
-	if err := c.cmd.Start(); err != nil {
+	if err := b.stage.start(c.cmd); err != nil {
 		return nil, fmt.Errorf("start runc: %w", err)
 	}
 	started = true
@@ -230,6 +231,7 @@ func (c *container) attach(cmd initCommand) error {
 		return err
 	}
 	c.stdin, c.stdout, c.stderr = inW, outR, errR
+	chownToRoot(inR, outW, errW)
 	c.ctl.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	n, _, err := c.ctl.WriteMsgUnix(line, unix.UnixRights(int(inR.Fd()), int(outW.Fd()), int(errW.Fd())), nil)
 	if err == nil && n < len(line) {

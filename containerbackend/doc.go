@@ -4,32 +4,79 @@
 // /lib and /lib64 bind-mounted read-only, an /etc of its own (etc.go:
 // passwd and group of the container's users, copies of the world-readable
 // files a userland needs; never shadow, gshadow, sudoers, ssh keys or
-// ssl/private), the workspace's FUSE
-// mount (Config.MountPath) bind-mounted read-write at /workspace, a
+// ssl/private), the workspace bind-mounted read-write at /workspace, a
 // private tmpfs /tmp, /proc and a minimal /dev. The container has its own
-// pid, mount, ipc, uts and network namespaces (loopback only), runc's
-// default capabilities, noNewPrivileges, a seccomp filter, and cgroup
-// limits on memory, pids and CPU.
+// user, pid, mount, ipc, uts and network namespaces (loopback only),
+// runc's default capabilities (of its user namespace), noNewPrivileges, a
+// seccomp filter, and cgroup limits on memory, pids and CPU.
 //
-// # What is not confined yet
+// # Users
 //
-// The container's root is the host's root (uid 0, no user namespace),
-// with three capabilities (audit write, kill, bind to low ports) and no
-// CAP_DAC_OVERRIDE. So a root-only file inside the bound /usr and /lib
-// (none on Debian 12's stock image) would be readable. A user namespace
-// mapping the container's root to an unprivileged host uid needs the
-// workspace mount to let that uid in: FUSE refuses every uid but the
-// mounter's without allow_other, and with allow_other and
-// default_permissions the mapped root could not write the files the
-// other doors create as uid 0. A gate in the daemon (allow_other for
-// the kernel, requests from other uids refused by the server) does not
-// hold: the kernel answers cached lookups, attributes and pages without
-// a request, so another user reads what was read before (tried and
-// measured). The way through is an idmapped bind of
-// the FUSE mount (FUSE_ALLOW_IDMAP, kernel 6.12+) for the container, or
-// the daemon owning the workspace's files under the mapped uid. Also,
-// /proc/self/mountinfo shows the bind sources (the mountpoint, the
-// rootfs and init paths) and the mount's source, the store's path.
+// The container's user namespace maps container uids and gids
+// 0..IDCount-1 to host ids HostIDBase..HostIDBase+IDCount-1 (0x70000000,
+// 1879048192; see userns.go for why that range). So the container's root
+// is host uid 1879048192: it has no privilege over the host's files, and
+// a file that only the host's root may read (mode 0600 or 0640, uid 0) is
+// unreadable even in the bound /usr; the bound host files show as owned
+// by nobody (65534), the host's root being unmapped. Inside, `id` says
+// root, and /etc/passwd lists root and nobody only.
+//
+// The workspace is an idmapped clone of the workspace's directory (the
+// mount, or the policy's root below it), made at Configure with the same
+// mapping: a file of host uid N shows in the container as uid N, so the
+// files the other doors (the file API, the shell backend) make as uid 0
+// are the container root's own, and what the container's root creates
+// is stored as uid 0, as seen on the host and by every door. The mode
+// bits are checked as everywhere else (the kernel's default_permissions;
+// root in the container has no CAP_DAC_OVERRIDE, so a file of mode 0444
+// is read-only to it). A uid the mapping does not cover shows as nobody.
+//
+// The daemon's FUSE mount must let the container's root in: without
+// allow_other FUSE refuses every uid but its mounter's, and an idmapped
+// clone of a FUSE mount needs the server to allow it (FUSE_ALLOW_IDMAP,
+// Linux 6.12 or later) with default_permissions. fusefs does both with
+// Options.AllowOther, and `computerfs mount` sets it by default
+// (--allow-other auto) when the container backend is installed; with
+// --allow-other no, or on an older kernel, Configure fails and says so.
+// The cost: other host users then reach the mount, the kernel checking
+// the files' modes (a workspace root of mode 0700, or a mountpoint in a
+// directory of mode 0700, keeps them out), and the kernel asks for
+// attributes once more after each change to a directory.
+//
+// The clone is taken once, of the directory itself: a directory of the
+// path swapped for a symlink later changes nothing of what the containers
+// get (each exec still refuses a workspace path that no longer resolves
+// to itself, see checkWorkspace).
+//
+// # Host paths
+//
+// The binds' sources are in a stage: a tmpfs of the plugin's,
+// /run/computerfs-stages/stage-<pid>-<tag> (StageDir; both of mode 0711:
+// the mapped root must get through to the rootfs, so not under the
+// StateDir, of mode 0700), holding the rootfs (a
+// configured "rootfs" is bind-mounted there), a copy of the init binary
+// and, under a directory only the host's root may enter, the workspace's
+// clone. So the container's /proc/self/mountinfo shows /rootfs and /init
+// of a tmpfs, not the state directory or the init's host path. What it
+// still shows, because the kernel prints a mount's source and its root
+// within its file system: the FUSE mount's source (its FsName: the
+// store's path) and, for a workspace that is a directory of another file
+// system or a policy root, its path within that file system; the host's
+// block device and the /usr path for the userland binds.
+//
+// The stage's mounts are in a mount namespace of the plugin's own (one
+// OS thread unshares it, a slave of the host's, and forks every `runc
+// run`): the host's mount table never shows them, other host users
+// cannot reach the workspace's clone through them, and a plugin killed
+// with SIGKILL takes them with it (no dead mount holds the FUSE
+// connection). On the host a stage is an empty directory, removed by
+// Close or by the next plugin's start (never recursively).
+//
+// The control socket (fd 3) and the command's pipes are the plugin's:
+// the pipes are given to the mapped root (fchown) so that a command can
+// open /dev/stdout anew. With "network": "host" the container's
+// CAP_NET_BIND_SERVICE is its user namespace's, not the host network's:
+// ports below 1024 are refused there.
 //
 // # Settings
 //
@@ -102,7 +149,8 @@
 //
 // Init: each container's PID 1 is computerfs-container-init (package
 // containerinit; the plugin finds it beside itself, else uses its own
-// executable), bind-mounted read-only at /dev/.computerfs-init. It sets
+// executable), copied into the stage at Configure and bind-mounted
+// read-only at /dev/.computerfs-init. It sets
 // a parent-death signal, runs the command in its own process group,
 // forwards SIGTERM, SIGINT and the like to that group, reaps orphans and
 // exits with the command's status. runc itself runs with a parent-death
@@ -130,8 +178,8 @@
 // warm container ready, starts its own the same way. A warm container is
 // an init sleeping on a socket: a few MiB of memory.
 //
-// State lives under /run/computerfs-container (runc's --root, bundles and
-// the per-process rootfs), never on the FUSE mount. At start the backend
-// deletes containers, bundles, rootfs directories and cgroups left by
-// plugin processes that are gone.
+// State lives under /run/computerfs-container (runc's --root and the
+// bundles) and /run/computerfs-stages, never on the FUSE mount. At start the backend deletes
+// containers, bundles, stages, rootfs directories of older versions and
+// cgroups left by plugin processes that are gone.
 package containerbackend

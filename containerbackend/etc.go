@@ -34,8 +34,9 @@ var etcAllow = []string{
 // etcDeny is never copied, even if an allowed directory holds it.
 var etcDeny = []string{"shadow", "gshadow", "sudoers", "ssh", "ssl/private", "security", "opasswd", "krb5.keytab", "machine-id"}
 
-// etcUsers are the container's users: root (the container's root is the
-// host's root, see the package doc) and nobody.
+// etcPasswd and etcGroup are the container's users: root (an
+// unprivileged host uid, through the user namespace: see the package
+// doc) and nobody.
 const etcPasswd = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
 const etcGroup = "root:x:0:\nnogroup:x:65534:\n"
 

@@ -416,7 +416,7 @@ func TestWorkspaceSwapped(t *testing.T) {
 	if err := b.Configure(context.Background(), &pluginapi.Config{MountPath: sub}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { checkClean(t, b) })
+	t.Cleanup(func() { b.Close(); checkClean(t, b) })
 	if r := run(t, b, "cat f", nil, "", nil); r.stdout != "inside\n" {
 		t.Fatalf("%v %q %q", r.exit, r.stdout, r.stderr)
 	}

@@ -141,12 +141,10 @@ func (u *userland) mountPoints(extra []string) error {
 // checkWorkspace checks, before each exec, that the workspace directory
 // (the mount, or the policy root below it) still resolves to itself: a
 // directory on the path below the mount could have been swapped for a
-// symlink to anywhere on the host since Configure, and runc follows
-// symlinks in a mount's source. runc resolves the path again when it
-// mounts it, tens of milliseconds later; that window is left. Closing it
-// needs the bind made from a file descriptor opened here (open_tree and
-// move_mount in the container's mount namespace), which runc 1.1 cannot
-// be asked to do, or a bind mount of our own on the host.
+// symlink since Configure. The containers do not follow it (their
+// /workspace is the stage's clone of the directory, taken at Configure),
+// but an exec on a workspace whose path now names another directory is
+// refused rather than run on the old one unnoticed.
 func checkWorkspace(dir string) error {
 	got, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -166,7 +164,7 @@ type specParams struct {
 	rootfs      string
 	binds       []string
 	extraBinds  []string // read-only, after the workspace
-	workspace   string   // host path bind-mounted at /workspace
+	workspace   string   // host path bind-mounted at /workspace (the stage's clone)
 	workspaceRO bool
 	init        string              // host path of the init binary; "": none
 	hostNetwork bool                // no network namespace
@@ -223,7 +221,8 @@ func makeSpec(p specParams) *specs.Spec {
 	}
 	mounts = append(mounts,
 		specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}},
-		specs.Mount{Destination: "/workspace", Type: "bind", Source: p.workspace, Options: []string{"rbind", rw, "nosuid", "nodev"}},
+		// Not rbind: the stage's clone of the workspace has no submounts.
+		specs.Mount{Destination: "/workspace", Type: "bind", Source: p.workspace, Options: []string{"bind", rw, "nosuid", "nodev"}},
 	)
 	for _, d := range p.extraBinds {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
@@ -245,7 +244,8 @@ func makeSpec(p specParams) *specs.Spec {
 		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
 	namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.IPCNamespace},
-		specs.LinuxNamespace{Type: specs.UTSNamespace}, specs.LinuxNamespace{Type: specs.MountNamespace})
+		specs.LinuxNamespace{Type: specs.UTSNamespace}, specs.LinuxNamespace{Type: specs.MountNamespace},
+		specs.LinuxNamespace{Type: specs.UserNamespace})
 	return &specs.Spec{
 		Version: "1.0.2",
 		Process: &specs.Process{
@@ -265,6 +265,8 @@ func makeSpec(p specParams) *specs.Spec {
 		Mounts:   mounts,
 		Linux: &specs.Linux{
 			Namespaces:  namespaces,
+			UIDMappings: idMappings(),
+			GIDMappings: idMappings(),
 			Seccomp:     p.seccomp,
 			Resources:   res,
 			CgroupsPath: p.cgroupsPath,

@@ -36,9 +36,11 @@ import (
 type Options struct {
 	// AllowOther lets users other than the mounting one use the mount;
 	// the kernel then checks permissions (default_permissions), which
-	// costs a GETATTR after every change to a directory. Root in a
-	// container of the same user namespace is the mounting user when the
-	// daemon runs as root, and needs no AllowOther.
+	// costs a GETATTR after every change to a directory. It also lets
+	// the mount be cloned with an id mapping (FUSE_ALLOW_IDMAP, Linux
+	// 6.12+), as the container backend does for its user namespace,
+	// whose root is an unprivileged host uid; the kernel then sends
+	// uid -1 on requests other than those that create an inode.
 	AllowOther bool
 	// EntryTimeout and AttrTimeout bound the kernel's caching (1h if 0).
 	EntryTimeout time.Duration
@@ -89,6 +91,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 	}
 	mopts := &fuse.MountOptions{
 		AllowOther:               opts.AllowOther,
+		IDMappedMount:            opts.AllowOther,
 		FsName:                   opts.FsName,
 		Name:                     "computerfs",
 		MaxWrite:                 1 << 20,

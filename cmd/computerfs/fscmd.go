@@ -926,7 +926,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return startDaemon(e, "serve", args)
 	}
 	ready := readyReporter()
-	err = serve(ctx, e, ws, "", limit, false, false, ready)
+	err = serve(ctx, e, ws, "", limit, false, false, false, ready)
 	if err != nil {
 		ready(err)
 	}

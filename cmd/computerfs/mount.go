@@ -65,7 +65,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
 		fl.BoolVar(&debug, "debug", false, "log every FUSE request")
-		fl.StringVar(&allowOther, "allow-other", "no", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes or no; no (the default) serves the mounting user alone, root in containers included, and saves a round trip after every directory change")
+		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
 	})
 	if err != nil {
@@ -89,11 +89,13 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	var other bool
+	var other, auto bool
 	switch allowOther {
 	case "yes", "true":
 		other = true
-	case "no", "false", "auto": // auto, once "yes for root", now means the default
+	case "no", "false":
+	case "auto":
+		auto = true
 	default:
 		return fmt.Errorf("--allow-other: want yes or no, not %q", allowOther)
 	}
@@ -104,7 +106,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		return startDaemon(e, "mount", args)
 	}
 	ready := readyReporter()
-	err = serve(ctx, e, ws, mnt, limit, other, debug, ready)
+	err = serve(ctx, e, ws, mnt, limit, other, auto, debug, ready)
 	if err != nil {
 		ready(err)
 	}
@@ -137,7 +139,7 @@ func readyReporter() func(error) {
 	}
 }
 
-func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther, debug bool, ready func(error)) error {
+func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther, auto, debug bool, ready func(error)) error {
 	// Catch signals before the mount is live: one that arrives just after
 	// must unmount, not kill the process and leave a dead mount behind.
 	sigs := make(chan os.Signal, 2)
@@ -182,6 +184,13 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	}
 	var srv *fusefs.Server
 	var detached <-chan struct{}
+	if auto && !allowOther {
+		// The container backend's root is an unprivileged uid in a user
+		// namespace, which a mount without allow_other refuses.
+		for _, b := range rt.List(ctx, false) {
+			allowOther = allowOther || b.Id == "container"
+		}
+	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
 		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
