@@ -201,6 +201,10 @@ func putInContainer(ctx context.Context, t *Target, stateDir string, binds []str
 	t.closers = append(t.closers, func() error {
 		var err error
 		if r != nil {
+			// First: the backend's stage holds a clone of the target's
+			// mount, which must be gone before the mount is unmounted
+			// (the target's earlier closer).
+			r.b.Close()
 			if err = r.leftovers(); err != nil {
 				err = fmt.Errorf("target %s: %w", name, err)
 			}

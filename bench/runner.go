@@ -352,7 +352,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			var t *Target
 			switch n {
 			case TargetComputerfs:
-				t, err = ComputerfsTarget(root, ComputerfsOptions{Logger: log})
+				t, err = ComputerfsTarget(root, ComputerfsOptions{Logger: log, AllowOther: cfg.InContainer})
 			case TargetExt4:
 				t, err = Ext4Target(root)
 			case TargetTmpfs:

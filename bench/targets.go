@@ -160,6 +160,10 @@ func TmpfsTarget(root string) (*Target, error) {
 type ComputerfsOptions struct {
 	FS     fs.Options
 	Logger *slog.Logger
+	// AllowOther mounts with allow_other and default_permissions, as
+	// `computerfs mount` does when the container backend is installed:
+	// the containers' root is an unprivileged host uid.
+	AllowOther bool
 }
 
 // ComputerfsTarget opens a new workspace in a fresh directory under root
@@ -199,9 +203,10 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 		}
 		return nil
 	})
-	// Mounted as `computerfs mount` mounts by default: for its owner alone,
-	// without allow_other and default_permissions.
-	srv, err := fusefs.Mount(f, mnt, fusefs.Options{Logger: log, FsName: ws})
+	// Mounted as `computerfs mount` mounts by default: without a
+	// container backend, for its owner alone (no allow_other and
+	// default_permissions).
+	srv, err := fusefs.Mount(f, mnt, fusefs.Options{Logger: log, FsName: ws, AllowOther: opts.AllowOther})
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("computerfs target: %w", err)

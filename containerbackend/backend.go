@@ -673,6 +673,7 @@ func (b *Backend) specParams() specParams {
 func (b *Backend) Close() {
 	if b.pool != nil {
 		b.pool.close()
+		b.pool = nil
 	}
 	b.bg.Wait()
 	b.stage.close()

@@ -72,6 +72,16 @@
 // connection). On the host a stage is an empty directory, removed by
 // Close or by the next plugin's start (never recursively).
 //
+// The unshare copies every mount the host has at that moment, other FUSE
+// mounts included (another workspace's daemon, anyone's). A copy keeps
+// its FUSE connection open, so the host's unmount of the original would
+// wait forever for the connection to end. So right after the unshare the
+// stage's thread lazily unmounts every FUSE mount of its namespace
+// (detachFUSE), the workspace's own copy included: the workspace's
+// clone is taken in the host's namespace and attached in the stage's.
+// The one FUSE mount the stage holds is that clone, and Close detaches
+// it; the daemon stops its backends before it unmounts the workspace.
+//
 // The control socket (fd 3) and the command's pipes are the plugin's:
 // the pipes are given to the mapped root (fchown) so that a command can
 // open /dev/stdout anew. With "network": "host" the container's

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -74,6 +76,10 @@ func newMountNS() (*mountNS, error) {
 			errc <- fmt.Errorf("make the mount namespace a slave: %w", err)
 			return
 		}
+		if err := detachFUSE(); err != nil {
+			errc <- err
+			return
+		}
 		errc <- nil
 		for f := range m.work {
 			f()
@@ -83,6 +89,96 @@ func newMountNS() (*mountNS, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// detachFUSE lazily unmounts, in the calling thread's mount namespace,
+// every FUSE mount that the unshare copied from the host's. A copy keeps
+// its FUSE connection open: the host's unmount of the original would
+// then wait for the filesystem's daemon (ours or anyone's) to see the
+// connection end, which it never would while the plugin lives. Mounts
+// made on the host later are not copied (or, from a shared host mount,
+// are propagated in and unmounted with the original).
+func detachFUSE() error {
+	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("the plugin's mount namespace: %w", err)
+	}
+	// Deepest first, though a lazy unmount takes submounts along.
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].point) > len(mounts[j].point) })
+	for _, m := range mounts {
+		if !isFUSE(m.fstype) {
+			continue
+		}
+		if err := unix.Unmount(m.point, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			// EINVAL, ENOENT: gone with a parent already.
+			return fmt.Errorf("detach the copy of FUSE mount %s from the plugin's mount namespace: %w", m.point, err)
+		}
+	}
+	return nil
+}
+
+func isFUSE(fstype string) bool {
+	return fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.") || strings.HasPrefix(fstype, "fuseblk.")
+}
+
+// mountEntry is one line of a mountinfo file (proc(5)).
+type mountEntry struct {
+	dev, point, fstype, super string
+}
+
+func readMountinfo(path string) ([]mountEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if e, ok := parseMountinfoLine(sc.Text()); ok {
+			out = append(out, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// parseMountinfoLine parses "id parent major:minor root point options
+// [optional...] - fstype source super-options".
+func parseMountinfoLine(line string) (mountEntry, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 10 {
+		return mountEntry{}, false
+	}
+	for i := 6; i+3 < len(fields); i++ {
+		if fields[i] == "-" {
+			return mountEntry{dev: fields[2], point: unescapeMountinfo(fields[4]), fstype: fields[i+1], super: fields[i+3]}, true
+		}
+	}
+	return mountEntry{}, false
+}
+
+// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space,
+// \011, \012, \134) of a mountinfo path.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // do runs f on the namespace's thread.
@@ -230,11 +326,12 @@ func (s *stage) copyInitNS(src string) error {
 // the host's root owns, and what it creates is stored as uid 0. The
 // clone is of the directory itself, taken now: a symlink swapped into
 // the path later changes nothing of what the containers get.
+//
+// The clone is taken in the host's mount namespace (the calling
+// goroutine's thread is never the stage's, which runs nothing else), where
+// the workspace's mount is, and attached in the stage's, which holds no
+// copy of any FUSE mount (detachFUSE).
 func (s *stage) mountWorkspace(dir string) error {
-	return s.ns.do(func() error { return s.mountWorkspaceNS(dir) })
-}
-
-func (s *stage) mountWorkspaceNS(dir string) error {
 	if err := checkMountLetsIn(dir); err != nil {
 		return err
 	}
@@ -247,6 +344,7 @@ func (s *stage) mountWorkspaceNS(dir string) error {
 	if err != nil {
 		return fmt.Errorf("clone the workspace mount %s: %w", dir, err)
 	}
+	// Closing the descriptor of a clone never attached unmounts it.
 	defer unix.Close(tfd)
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(nsfd)}
 	if err := unix.MountSetattr(tfd, "", unix.AT_EMPTY_PATH, attr); err != nil {
@@ -254,16 +352,18 @@ func (s *stage) mountWorkspaceNS(dir string) error {
 			"a FUSE workspace needs Linux 6.12 or later and a mount with allow_other "+
 			"(computerfs mount --allow-other yes, the default when the container backend is installed)", dir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(s.ws()), 0o700); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.ws(), 0o755); err != nil {
-		return err
-	}
-	if err := unix.MoveMount(tfd, "", unix.AT_FDCWD, s.ws(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("attach the workspace's clone: %w", err)
-	}
-	return nil
+	return s.ns.do(func() error {
+		if err := os.MkdirAll(filepath.Dir(s.ws()), 0o700); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(s.ws(), 0o755); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(tfd, "", unix.AT_FDCWD, s.ws(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach the workspace's clone: %w", err)
+		}
+		return nil
+	})
 }
 
 // userNamespaceFd returns a file descriptor of a user namespace with the
@@ -314,31 +414,22 @@ func checkMountLetsIn(dir string) error {
 		return fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	dev := fmt.Sprintf("%d:%d", unix.Major(fi.Dev), unix.Minor(fi.Dev))
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || fields[2] != dev {
+	for _, m := range mounts {
+		if m.dev != dev {
 			continue
 		}
-		// After the "-" separator: fstype, source, super options.
-		for i, fl := range fields {
-			if fl == "-" && i+3 < len(fields) {
-				if !strings.Contains(","+fields[i+3]+",", ",allow_other,") {
-					return fmt.Errorf("workspace mount %s refuses the container's user namespace: a FUSE mount without allow_other "+
-						"lets its mounter alone in, and the container's root is host uid %d; mount it with --allow-other yes "+
-						"(the default when the container backend is installed)", dir, HostIDBase)
-				}
-				return nil
-			}
+		if !strings.Contains(","+m.super+",", ",allow_other,") {
+			return fmt.Errorf("workspace mount %s refuses the container's user namespace: a FUSE mount without allow_other "+
+				"lets its mounter alone in, and the container's root is host uid %d; mount it with --allow-other yes "+
+				"(the default when the container backend is installed)", dir, HostIDBase)
 		}
+		return nil
 	}
-	return errors.New("workspace mount " + dir + ": not in /proc/self/mountinfo")
+	return errors.New("workspace mount " + dir + ": not in /proc/thread-self/mountinfo")
 }
 
 // chownToRoot gives the container's root the pipes of its stdio: a
