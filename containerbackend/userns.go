@@ -1,7 +1,6 @@
 package containerbackend
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +9,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -99,19 +98,19 @@ func newMountNS() (*mountNS, error) {
 // made on the host later are not copied (or, from a shared host mount,
 // are propagated in and unmounted with the original).
 func detachFUSE() error {
-	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
+	mounts, err := mountinfo.Read("/proc/thread-self/mountinfo")
 	if err != nil {
 		return fmt.Errorf("the plugin's mount namespace: %w", err)
 	}
 	// Deepest first, though a lazy unmount takes submounts along.
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].point) > len(mounts[j].point) })
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].Point) > len(mounts[j].Point) })
 	for _, m := range mounts {
-		if !isFUSE(m.fstype) {
+		if !isFUSE(m.FSType) {
 			continue
 		}
-		if err := unix.Unmount(m.point, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		if err := unix.Unmount(m.Point, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			// EINVAL, ENOENT: gone with a parent already.
-			return fmt.Errorf("detach the copy of FUSE mount %s from the plugin's mount namespace: %w", m.point, err)
+			return fmt.Errorf("detach the copy of FUSE mount %s from the plugin's mount namespace: %w", m.Point, err)
 		}
 	}
 	return nil
@@ -119,66 +118,6 @@ func detachFUSE() error {
 
 func isFUSE(fstype string) bool {
 	return fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.") || strings.HasPrefix(fstype, "fuseblk.")
-}
-
-// mountEntry is one line of a mountinfo file (proc(5)).
-type mountEntry struct {
-	dev, point, fstype, super string
-}
-
-func readMountinfo(path string) ([]mountEntry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mountEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if e, ok := parseMountinfoLine(sc.Text()); ok {
-			out = append(out, e)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return out, nil
-}
-
-// parseMountinfoLine parses "id parent major:minor root point options
-// [optional...] - fstype source super-options".
-func parseMountinfoLine(line string) (mountEntry, bool) {
-	fields := strings.Fields(line)
-	if len(fields) < 10 {
-		return mountEntry{}, false
-	}
-	for i := 6; i+3 < len(fields); i++ {
-		if fields[i] == "-" {
-			return mountEntry{dev: fields[2], point: unescapeMountinfo(fields[4]), fstype: fields[i+1], super: fields[i+3]}, true
-		}
-	}
-	return mountEntry{}, false
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space,
-// \011, \012, \134) of a mountinfo path.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // do runs f on the namespace's thread.
@@ -414,15 +353,15 @@ func checkMountLetsIn(dir string) error {
 		return fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	dev := fmt.Sprintf("%d:%d", unix.Major(fi.Dev), unix.Minor(fi.Dev))
-	mounts, err := readMountinfo("/proc/thread-self/mountinfo")
+	mounts, err := mountinfo.Read("/proc/thread-self/mountinfo")
 	if err != nil {
 		return err
 	}
 	for _, m := range mounts {
-		if m.dev != dev {
+		if m.Dev != dev {
 			continue
 		}
-		if !strings.Contains(","+m.super+",", ",allow_other,") {
+		if !mountinfo.HasOption(m.Super, "allow_other") {
 			return fmt.Errorf("workspace mount %s refuses the container's user namespace: a FUSE mount without allow_other "+
 				"lets its mounter alone in, and the container's root is host uid %d; mount it with --allow-other yes "+
 				"(the default when the container backend is installed)", dir, HostIDBase)

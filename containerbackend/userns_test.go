@@ -66,39 +66,3 @@ func TestOtherFUSEMountsUnmount(t *testing.T) {
 		t.Errorf("after the unmount: %+v %q %q", r.exit, r.stdout, r.stderr)
 	}
 }
-
-func TestParseMountinfoLine(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		want mountEntry
-		ok   bool
-	}{
-		{`36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`,
-			mountEntry{dev: "98:0", point: "/mnt2", fstype: "ext3", super: "rw,errors=continue"}, true},
-		{`80 27 0:45 / /tmp/a\040b\134c rw,nosuid - fuse.computerfs /ws.cfs rw,user_id=0,group_id=0,allow_other`,
-			mountEntry{dev: "0:45", point: `/tmp/a b\c`, fstype: "fuse.computerfs", super: "rw,user_id=0,group_id=0,allow_other"}, true},
-		{`80 27 0:45 / /x\04 rw - tmpfs tmpfs rw`, mountEntry{dev: "0:45", point: `/x\04`, fstype: "tmpfs", super: "rw"}, true},
-		{`80 27 0:45 / /x rw`, mountEntry{}, false},
-		{`1 2 3 4 5 6 7 8 9 10`, mountEntry{}, false},
-		{``, mountEntry{}, false},
-	} {
-		got, ok := parseMountinfoLine(tc.line)
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("%q: %+v %v, want %+v %v", tc.line, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func FuzzParseMountinfoLine(f *testing.F) {
-	f.Add(`80 27 0:45 / /tmp/a\040b rw,nosuid - fuse.computerfs /ws.cfs rw,allow_other`)
-	f.Add(`1 1 0:1 / / rw - - - -`)
-	f.Fuzz(func(t *testing.T, line string) {
-		e, ok := parseMountinfoLine(line)
-		if !ok && e != (mountEntry{}) {
-			t.Fatalf("%q: not ok but %+v", line, e)
-		}
-		if len(e.point) > len(line) {
-			t.Fatalf("%q: point %q longer than the line", line, e.point)
-		}
-	})
-}

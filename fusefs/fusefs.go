@@ -22,12 +22,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -194,13 +194,12 @@ func mountinfoHas(f *os.File, dev string) bool {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return true
 	}
-	data, err := io.ReadAll(f)
+	mounts, err := mountinfo.Parse(f)
 	if err != nil {
 		return true // unknown: keep serving
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		// mount ID, parent ID, major:minor, root, mount point, ...
-		if fields := strings.Fields(line); len(fields) > 2 && fields[2] == dev {
+	for _, m := range mounts {
+		if m.Dev == dev {
 			return true
 		}
 	}

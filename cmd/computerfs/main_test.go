@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/computerfs/computerfs/internal/mountinfo"
 )
 
 // cfsBin is the binary built by TestMain.
@@ -157,13 +159,12 @@ func isMounted(mnt string) bool {
 	if err != nil {
 		return false
 	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read("/proc/self/mountinfo")
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && unescapeMountinfo(f[4]) == abs {
+	for _, m := range mounts {
+		if m.Point == abs {
 			return true
 		}
 	}

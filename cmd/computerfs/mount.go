@@ -12,7 +12,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
@@ -445,40 +445,17 @@ func mountedStore(mnt string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read("/proc/self/mountinfo")
 	if err != nil {
 		return "", false
 	}
 	store := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID parent major:minor root mountpoint options... - fstype source super-options
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
+	for _, m := range mounts {
+		if m.FSType == "fuse.computerfs" && m.Point == abs {
+			store = m.Source // the last one is on top
 		}
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 2 || g[0] != "fuse.computerfs" || unescapeMountinfo(f[4]) != abs {
-			continue
-		}
-		store = unescapeMountinfo(g[1]) // the last one is on top
 	}
 	return store, store != ""
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // defaultMemoryLimit keeps the heap, chunk buffers included, well under the
