@@ -673,9 +673,9 @@ func (b *Backend) specParams() specParams {
 func (b *Backend) Close() {
 	if b.pool != nil {
 		b.pool.close()
-		b.pool = nil
 	}
-	b.bg.Wait()
+	b.bg.Wait() // teardowns, which refill the pool: only then is it nil
+	b.pool = nil
 	b.stage.close()
 	b.stage = nil
 }
