@@ -1,0 +1,151 @@
+package sealed
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestSealOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		bucket, key []byte
+		val         []byte
+	}{
+		{"empty value", []byte("orphans"), []byte{0, 0, 0, 0, 0, 0, 0, 7}, nil},
+		{"inode", []byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, bytes.Repeat([]byte{1}, 69)},
+		{"empty key", []byte("meta"), nil, []byte("v")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Seal(tc.bucket, tc.key, tc.val)
+			if len(s) != len(tc.val)+Size {
+				t.Fatalf("sealed %d bytes", len(s))
+			}
+			got, err := Open(tc.bucket, tc.key, s)
+			if err != nil || !bytes.Equal(got, tc.val) {
+				t.Fatalf("Open: %q %v", got, err)
+			}
+			// Every single-bit flip, and the record read from another
+			// bucket or key, is damage.
+			for i := range len(s) * 8 {
+				d := bytes.Clone(s)
+				d[i/8] ^= 1 << (i % 8)
+				if _, err := Open(tc.bucket, tc.key, d); !errors.Is(err, ErrDamaged) || !errors.Is(err, syscall.EIO) {
+					t.Fatalf("bit %d flipped: %v", i, err)
+				}
+			}
+			if _, err := Open([]byte("other"), tc.key, s); err == nil {
+				t.Error("opened under another bucket")
+			}
+			if _, err := Open(tc.bucket, append(bytes.Clone(tc.key), 0), s); err == nil {
+				t.Error("opened under another key")
+			}
+			if _, err := Open(tc.bucket, tc.key, s[:len(s)-1]); err == nil {
+				t.Error("opened cut short")
+			}
+		})
+	}
+	// Bucket and key boundaries count: ("ab","c") and ("a","bc") differ.
+	if bytes.Equal(Seal([]byte("ab"), []byte("c"), nil), Seal([]byte("a"), []byte("bc"), nil)) {
+		t.Error("the seal does not separate bucket from key")
+	}
+}
+
+func TestBucketAndCursor(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := []byte("b")
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+		b := In(tx, name)
+		for _, k := range []string{"a", "b", "c"} {
+			if err := b.Put([]byte(k), []byte("v"+k)); err != nil {
+				return err
+			}
+		}
+		// Damage b on disk.
+		raw := b.Raw()
+		v := bytes.Clone(raw.Get([]byte("b")))
+		v[0] ^= 1
+		return raw.Put([]byte("b"), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *bolt.Tx) error {
+		b := In(tx, name)
+		if v, err := b.Get([]byte("a")); err != nil || string(v) != "va" {
+			t.Errorf("Get a: %q %v", v, err)
+		}
+		if _, err := b.Get([]byte("b")); !errors.Is(err, ErrDamaged) {
+			t.Errorf("Get of a damaged record: %v", err)
+		}
+		if v, err := b.Get([]byte("zz")); v != nil || err != nil {
+			t.Errorf("Get of a missing key: %q %v", v, err)
+		}
+		var seen []string
+		b.Walk(func(k, v []byte, damage error) error {
+			seen = append(seen, string(k)+":"+string(v)+":"+map[bool]string{true: "damaged", false: "ok"}[damage != nil])
+			return nil
+		})
+		if got := bytes.Join(func() [][]byte {
+			var o [][]byte
+			for _, s := range seen {
+				o = append(o, []byte(s))
+			}
+			return o
+		}(), []byte(" ")); string(got) != "a:va:ok b::damaged c:vc:ok" {
+			t.Errorf("Walk: %s", got)
+		}
+		if err := b.ForEach(func(k, v []byte) error { return nil }); !errors.Is(err, ErrDamaged) {
+			t.Errorf("ForEach past a damaged record: %v", err)
+		}
+		if v, err := In(tx, []byte("missing")).Get([]byte("a")); v != nil || err != nil {
+			t.Errorf("Get in a missing bucket: %q %v", v, err)
+		}
+		return nil
+	})
+}
+
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, Seal([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte("x")))
+	f.Add([]byte(""), []byte(""), []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, bucket, key, sealed []byte) {
+		v, err := Open(bucket, key, sealed)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(Seal(bucket, key, v), sealed) {
+			t.Fatalf("Open accepted %x, which Seal does not make", sealed)
+		}
+	})
+}
+
+func BenchmarkSealOpen(b *testing.B) {
+	bucket, key, val := []byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 42}, bytes.Repeat([]byte{7}, 69)
+	s := Seal(bucket, key, val)
+	b.Run("seal", func(b *testing.B) {
+		buf := make([]byte, 0, len(val)+Size)
+		b.ReportAllocs()
+		for b.Loop() {
+			Append(bucket, key, append(buf[:0], val...))
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Open(bucket, key, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
