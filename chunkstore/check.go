@@ -36,13 +36,17 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 	bodies := t.Bucket(bucketBodies)
 	reachable := make(map[uint64]bool)
 	var buf []byte
-	err := t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+	err := t.index().Walk(func(k, v []byte, damage error) error {
 		var id ID
 		if len(k) != IDSize {
 			problems = append(problems, Problem{Detail: fmt.Sprintf("index key of %d bytes", len(k))})
 			return nil
 		}
 		copy(id[:], k)
+		if damage != nil {
+			problems = append(problems, Problem{ID: id, Detail: damage.Error()})
+			return nil
+		}
 		e, err := decodeIndexEntry(v)
 		if err != nil {
 			problems = append(problems, Problem{ID: id, Detail: err.Error()})
@@ -109,12 +113,15 @@ func bytesToSeq(k []byte) uint64 {
 // SetRefs rewrites a chunk's reference count; zero deletes the chunk. It is
 // for fsck --repair and gc, which compute the true count from the files.
 func (t *Tx) SetRefs(id ID, refs uint64) error {
-	idx := t.Bucket(bucketIndex)
-	v := idx.Get(id[:])
-	if v == nil {
+	idx := t.index()
+	v, err := idx.Get(id[:])
+	if err == nil && v == nil {
 		return fmt.Errorf("set refs %s: %w", id.Short(), ErrNotFound)
 	}
-	e, err := decodeIndexEntry(v)
+	var e indexEntry
+	if err == nil {
+		e, err = decodeIndexEntry(v)
+	}
 	if err != nil {
 		// A damaged index record: drop the chunk entirely.
 		refs = 0
@@ -141,7 +148,10 @@ func (t *Tx) SetRefs(id ID, refs uint64) error {
 // and returns how many bytes they held.
 func (t *Tx) DeleteUnreachableBodies() (n int, bytesFreed uint64, err error) {
 	reachable := make(map[string]bool)
-	err = t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+	err = t.index().Walk(func(k, v []byte, damage error) error {
+		if damage != nil {
+			return nil
+		}
 		if e, err := decodeIndexEntry(v); err == nil {
 			reachable[string(seqKey(e.Seq))] = true
 		}
@@ -179,7 +189,10 @@ func (t *Tx) DeleteChunk(id ID) error { return t.SetRefs(id, 0) }
 // RecomputeStats rebuilds the counters from the index.
 func (t *Tx) RecomputeStats() error {
 	var st Stats
-	err := t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+	err := t.index().Walk(func(k, v []byte, damage error) error {
+		if damage != nil {
+			return nil
+		}
 		e, err := decodeIndexEntry(v)
 		if err != nil {
 			return nil
@@ -193,12 +206,15 @@ func (t *Tx) RecomputeStats() error {
 	if err != nil {
 		return err
 	}
-	return t.Bucket(bucketMeta).Put(keyStats, st.encode())
+	return t.Sealed(bucketMeta).Put(keyStats, st.encode())
 }
 
 // ForEachChunk visits the index without reading bodies.
 func (t *Tx) ForEachChunk(fn func(ChunkInfo) error) error {
-	return t.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+	return t.index().Walk(func(k, v []byte, damage error) error {
+		if damage != nil {
+			return nil
+		}
 		e, err := decodeIndexEntry(v)
 		if err != nil || len(k) != IDSize {
 			return nil
@@ -207,4 +223,68 @@ func (t *Tx) ForEachChunk(fn func(ChunkInfo) error) error {
 		copy(id[:], k)
 		return fn(ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored})
 	})
+}
+
+// Reindex gives an index entry back to every body that has none (its
+// entry was damaged, or lost with a page) and whose header names a chunk
+// whose plaintext hashes to that name: the body itself proves what it
+// is. The entry gets one reference; the caller (fsck) sets the true count
+// from the files. A damaged entry is replaced. It returns how many bodies
+// it indexed. Bodies that do not verify are left for
+// DeleteUnreachableBodies.
+func (t *Tx) Reindex() (int, error) {
+	idx := t.index()
+	reachable := make(map[uint64]bool)
+	err := idx.Walk(func(k, v []byte, damage error) error {
+		if damage == nil {
+			if e, err := decodeIndexEntry(v); err == nil {
+				reachable[e.Seq] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	bodies := t.Bucket(bucketBodies)
+	type found struct {
+		id ID
+		e  indexEntry
+	}
+	var adopt []found
+	var buf []byte
+	err = bodies.ForEach(func(k, _ []byte) error {
+		if len(k) != 8 || reachable[bytesToSeq(k)] {
+			return nil
+		}
+		raw := BodyValue(bodies, k)
+		h, err := decodeBodyHeader(raw)
+		if err != nil {
+			return nil
+		}
+		out, err := decodeBody(raw, buf)
+		if err != nil || Sum(out) != h.ID {
+			return nil
+		}
+		buf = out
+		if v, err := idx.Get(h.ID[:]); err == nil && v != nil {
+			if _, err := decodeIndexEntry(v); err == nil {
+				return nil // a duplicate body: its chunk is indexed
+			}
+		}
+		adopt = append(adopt, found{h.ID, indexEntry{Seq: bytesToSeq(k), Refs: 1, Len: h.Len, Stored: uint32(len(raw) - bodyHeaderSize)}})
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, a := range adopt {
+		if err := idx.Put(a.id[:], a.e.encode()); err != nil {
+			return 0, err
+		}
+	}
+	if len(adopt) > 0 {
+		return len(adopt), t.RecomputeStats()
+	}
+	return 0, nil
 }

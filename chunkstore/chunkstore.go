@@ -26,9 +26,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/klauspost/compress/s2"
 	"github.com/zeebo/blake3"
 	bolt "go.etcd.io/bbolt"
@@ -37,7 +39,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -81,6 +83,10 @@ var (
 	keyCreated   = []byte("created")
 	keyStats     = []byte("chunk_stats")
 	keyMagic     = []byte("magic")
+	// keyFormatSeal repeats the format version, sealed (format 3 on): the
+	// version itself stays a bare uint32 so that older binaries read it and
+	// refuse the store as newer, and the sealed copy catches a flip in it.
+	keyFormatSeal = []byte("format_sealed")
 )
 
 const magic = "computerfs workspace"
@@ -136,11 +142,16 @@ func Open(path string, opts Options) (s *Store, err error) {
 			return nil, fmt.Errorf("open %s: %w: file is empty", path, ErrNotWorkspace)
 		}
 	}
-	// bbolt panics on some damaged files instead of returning an error;
-	// turn that into an error naming the file.
+	// bbolt panics on some damaged files instead of returning an error,
+	// or faults reading past its map (made a panic here): turn that into
+	// an error naming the file.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("open %s: %w: %v", path, ErrNotWorkspace, r)
+			if s != nil {
+				s.db.Close() // the lock goes with it
+			}
+			s, err = nil, fmt.Errorf("open %s: %w: %w (%v)", path, ErrNotWorkspace, ErrDamaged, r)
 		}
 	}()
 	if err := checkExtent(path, opts.LockTimeout); err != nil {
@@ -256,11 +267,16 @@ func (s *Store) create(tx *bolt.Tx, chunkSize int) error {
 	}
 	put := func(k []byte, v []byte) {
 		if err == nil {
-			err = meta.Put(k, v)
+			err = sealed.In(tx, bucketMeta).Put(k, v)
 		}
 	}
-	put(keyMagic, []byte(magic))
-	put(keyFormat, binary.BigEndian.AppendUint32(nil, FormatVersion))
+	if err = meta.Put(keyMagic, []byte(magic)); err != nil {
+		return err
+	}
+	if err = meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, FormatVersion)); err != nil {
+		return err
+	}
+	put(keyFormatSeal, binary.BigEndian.AppendUint32(nil, FormatVersion))
 	put(keyChunkSize, binary.BigEndian.AppendUint32(nil, uint32(chunkSize)))
 	put(keyCreated, binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixNano())))
 	put(keyStats, Stats{}.encode())
@@ -273,6 +289,77 @@ func (s *Store) create(tx *bolt.Tx, chunkSize int) error {
 // here and bumps FormatVersion.
 var migrations = map[uint32]func(tx *bolt.Tx) error{
 	1: migrateBodiesToBuckets,
+	2: migrateSealRecords,
+}
+
+// unsealed lists what format 3 leaves bare: the chunk bodies (each
+// verified against its ID) and the two meta records an older binary must
+// read to refuse the store.
+func unsealed(bucket, key []byte) bool {
+	if bytes.Equal(bucket, bucketBodies) {
+		return true
+	}
+	return bytes.Equal(bucket, bucketMeta) && (bytes.Equal(key, keyMagic) || bytes.Equal(key, keyFormat))
+}
+
+// migrateSealRecords seals every record of every bucket but the chunk
+// bodies (format 2 to 3): fs's buckets as well as this package's, which it
+// can do without knowing their formats. A nested bucket inside a sealed
+// bucket is refused: none exists in format 2.
+func migrateSealRecords(tx *bolt.Tx) error {
+	var names [][]byte
+	if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, bytes.Clone(name))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if bytes.Equal(name, bucketBodies) {
+			continue
+		}
+		if err := sealBucket(tx.Bucket(name), name); err != nil {
+			return fmt.Errorf("seal bucket %s: %w", name, err)
+		}
+	}
+	return sealed.In(tx, bucketMeta).Put(keyFormatSeal, binary.BigEndian.AppendUint32(nil, 3))
+}
+
+// sealBucket seals b's values in batches: bbolt's cursors are not stable
+// across writes, so each batch is read, written, and the walk re-seeks.
+func sealBucket(b *bolt.Bucket, name []byte) error {
+	const batch = 4096
+	type kv struct{ k, v []byte }
+	var last []byte
+	for {
+		var recs []kv
+		c := b.Cursor()
+		k, v := c.First()
+		if last != nil {
+			k, v = c.Seek(last)
+			if bytes.Equal(k, last) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(recs) < batch; k, v = c.Next() {
+			if v == nil {
+				return fmt.Errorf("key %s: a nested bucket", sealed.KeyString(k))
+			}
+			if unsealed(name, k) {
+				continue
+			}
+			recs = append(recs, kv{bytes.Clone(k), sealed.Seal(name, k, v)})
+		}
+		for _, r := range recs {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		if len(recs) < batch {
+			return nil
+		}
+		last = recs[len(recs)-1].k
+	}
 }
 
 // migrateBodiesToBuckets moves every body of a format 1 store, a plain
@@ -361,6 +448,17 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 	if version > FormatVersion {
 		return fmt.Errorf("%w: format version %d, this binary reads up to %d; upgrade computerfs", ErrNewerFormat, version, FormatVersion)
 	}
+	sm := sealed.In(tx, bucketMeta)
+	switch seal, err := sm.Get(keyFormatSeal); {
+	case err != nil:
+		return fmt.Errorf("format version record: %w", err)
+	case version >= 3 && (len(seal) != 4 || binary.BigEndian.Uint32(seal) != version):
+		return fmt.Errorf("format version record: %w", &sealed.DamageError{Bucket: string(bucketMeta), Key: keyFormat,
+			Why: fmt.Sprintf("version %d, its sealed copy %x", version, seal)})
+	case version < 3 && meta.Get(keyFormatSeal) != nil:
+		return fmt.Errorf("format version record: %w", &sealed.DamageError{Bucket: string(bucketMeta), Key: keyFormat,
+			Why: fmt.Sprintf("version %d, but the store has a sealed copy (format 3 or later)", version)})
+	}
 	if version < FormatVersion {
 		if !writable {
 			return fmt.Errorf("format version %d needs an upgrade to %d: open it read-write once", version, FormatVersion)
@@ -377,8 +475,15 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 		if err := meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, FormatVersion)); err != nil {
 			return err
 		}
+		if err := sm.Put(keyFormatSeal, binary.BigEndian.AppendUint32(nil, FormatVersion)); err != nil {
+			return err
+		}
+		s.log.Info("workspace upgraded", "store", s.path, "from_format", version, "to_format", FormatVersion)
 	}
-	cs := meta.Get(keyChunkSize)
+	cs, err := sm.Get(keyChunkSize)
+	if err != nil {
+		return err
+	}
 	if len(cs) != 4 {
 		return fmt.Errorf("%w: bad chunk size record", ErrNotWorkspace)
 	}
@@ -407,12 +512,36 @@ func (s *Store) DB() *bolt.DB { return s.db }
 
 // Update runs fn in a read-write transaction that is fsync'd on commit.
 func (s *Store) Update(fn func(tx *Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.guard(s.db.Update, fn)
 }
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.guard(s.db.View, fn)
+}
+
+// ErrDamaged is a fault or a panic inside bbolt while it walked the
+// file's pages: damage to the B-tree's own structure. It wraps EIO.
+var ErrDamaged = fmt.Errorf("workspace file damaged: %w", syscall.EIO)
+
+// guard runs fn in a transaction begun by run (the DB's View or Update)
+// and turns a panic raised inside it into an error. bbolt follows page
+// ids in its map of the file without bounds checks: a damaged page makes
+// it read past the map (a fault, which the caller's SetPanicOnFault
+// turns into a panic) or trip its own assertions. bbolt rolls the
+// transaction back as the panic leaves it, so the store stays usable for
+// what the damage does not touch. The caller must have set
+// SetPanicOnFault on its goroutine: that setting is per goroutine.
+func (s *Store) guard(run func(func(*bolt.Tx) error) error, fn func(tx *Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("workspace file damaged: bbolt failed walking its pages", "store", s.path, "panic", fmt.Sprint(r))
+			err = fmt.Errorf("%s: %w (%v): run computerfs fsck", s.path, ErrDamaged, r)
+		}
+	}()
+	return run(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
 }
 
 // Wrap gives chunk operations on a transaction the caller already holds.
@@ -484,13 +613,38 @@ func Prepare(data, scratch []byte) Prepared {
 }
 
 // Has reports whether the chunk is stored.
-func (t *Tx) Has(id ID) bool { return t.Bucket(bucketIndex).Get(id[:]) != nil }
+func (t *Tx) Has(id ID) (bool, error) {
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return false, t.damaged(err)
+	}
+	return v != nil, nil
+}
+
+// index is the content index, sealed.
+func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
+
+// Sealed returns bucket name of the transaction with its records'
+// seals verified on every read and made on every write (package sealed).
+// Every bucket of the store but the chunk bodies' is sealed from format 3.
+func (t *Tx) Sealed(name []byte) sealed.Bucket { return sealed.In(t.Tx, name) }
+
+// damaged logs a damaged record of this package's buckets and returns
+// err wrapped with ErrCorrupt (EIO).
+func (t *Tx) damaged(err error) error {
+	t.s.log.Error("damaged record", "store", t.s.path, "err", err)
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
+}
 
 // Put stores the chunk with one reference, or adds a reference if it is
 // already stored (deduplication). It reports whether the body was new.
 func (t *Tx) Put(p *Prepared) (stored bool, err error) {
-	idx := t.Bucket(bucketIndex)
-	if v := idx.Get(p.ID[:]); v != nil {
+	idx := t.index()
+	v, err := idx.Get(p.ID[:])
+	if err != nil {
+		return false, t.damaged(err)
+	}
+	if v != nil {
 		e, err := decodeIndexEntry(v)
 		if err != nil {
 			return false, t.corrupt(p.ID, err)
@@ -529,8 +683,11 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 
 // Ref adds a reference to a stored chunk (copy_file_range, hard copies).
 func (t *Tx) Ref(id ID) error {
-	idx := t.Bucket(bucketIndex)
-	v := idx.Get(id[:])
+	idx := t.index()
+	v, err := idx.Get(id[:])
+	if err != nil {
+		return t.damaged(err)
+	}
 	if v == nil {
 		return fmt.Errorf("ref %s: %w", id.Short(), ErrNotFound)
 	}
@@ -548,8 +705,11 @@ func (t *Tx) Ref(id ID) error {
 // Unref drops a reference; the last one deletes the chunk in this
 // transaction, so no unreferenced chunk outlives a commit.
 func (t *Tx) Unref(id ID) error {
-	idx := t.Bucket(bucketIndex)
-	v := idx.Get(id[:])
+	idx := t.index()
+	v, err := idx.Get(id[:])
+	if err != nil {
+		return t.damaged(err)
+	}
 	if v == nil {
 		return fmt.Errorf("unref %s: %w", id.Short(), ErrNotFound)
 	}
@@ -580,7 +740,10 @@ func (t *Tx) Unref(id ID) error {
 
 // Len returns the plaintext length of a stored chunk without reading it.
 func (t *Tx) Len(id ID) (int, error) {
-	v := t.Bucket(bucketIndex).Get(id[:])
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return 0, t.damaged(err)
+	}
 	if v == nil {
 		return 0, fmt.Errorf("len %s: %w", id.Short(), ErrNotFound)
 	}
@@ -593,7 +756,10 @@ func (t *Tx) Len(id ID) (int, error) {
 
 // Refs returns the reference count of a stored chunk, 0 if absent.
 func (t *Tx) Refs(id ID) (uint64, error) {
-	v := t.Bucket(bucketIndex).Get(id[:])
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return 0, t.damaged(err)
+	}
 	if v == nil {
 		return 0, nil
 	}
@@ -609,7 +775,10 @@ func (t *Tx) Refs(id ID) (uint64, error) {
 // stays valid after the transaction ends. A hash mismatch is logged and
 // returned as ErrCorrupt (EIO).
 func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
-	v := t.Bucket(bucketIndex).Get(id[:])
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return nil, t.damaged(err)
+	}
 	if v == nil {
 		return nil, fmt.Errorf("get %s: %w", id.Short(), ErrNotFound)
 	}

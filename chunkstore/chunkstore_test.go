@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
 )
@@ -159,8 +160,8 @@ func bucketLen(t *testing.T, s *chunkstore.Store, name []byte) int {
 func rawBody(t *testing.T, s *chunkstore.Store, id chunkstore.ID) (key, val []byte) {
 	t.Helper()
 	if err := s.DB().View(func(tx *bolt.Tx) error {
-		e := tx.Bucket(bucketIndex).Get(id[:])
-		if len(e) != 24 {
+		e, err := sealed.In(tx, bucketIndex).Get(id[:])
+		if err != nil || len(e) != 24 {
 			t.Fatalf("index entry of %s is %d bytes", id.Short(), len(e))
 		}
 		key = bytes.Clone(e[:8])
@@ -399,7 +400,7 @@ func TestUnrefToZeroDeletesBodyAndIndex(t *testing.T) {
 	var has bool
 	var body []byte
 	s.View(func(tx *chunkstore.Tx) error {
-		has = tx.Has(p.ID)
+		has, _ = tx.Has(p.ID)
 		body = chunkstore.BodyValue(tx.Bucket(bucketBodies), bodyKey)
 		return nil
 	})
@@ -518,8 +519,13 @@ func TestGetAndCheckDetectCorruption(t *testing.T) {
 			key, val := rawBody(t, s, p.ID)
 			if err := s.DB().Update(func(tx *bolt.Tx) error {
 				if tt.damageIndex != nil {
-					idx := tx.Bucket(bucketIndex)
-					return idx.Put(p.ID[:], tt.damageIndex(bytes.Clone(idx.Get(p.ID[:]))))
+					// Sealed again: the damage is for the decoder to find.
+					idx := sealed.In(tx, bucketIndex)
+					v, err := idx.Get(p.ID[:])
+					if err != nil {
+						return err
+					}
+					return idx.Put(p.ID[:], tt.damageIndex(bytes.Clone(v)))
 				}
 				if tt.damage == nil {
 					return chunkstore.DeleteBodyValue(tx.Bucket(bucketBodies), key)
@@ -685,9 +691,11 @@ func TestSetRefs(t *testing.T) {
 	// A damaged index entry (zero references) is dropped with its body
 	// whatever count is asked for.
 	s.DB().Update(func(tx *bolt.Tx) error {
-		v := bytes.Clone(tx.Bucket(bucketIndex).Get(b.ID[:]))
+		idx := sealed.In(tx, bucketIndex)
+		v, _ := idx.Get(b.ID[:])
+		v = bytes.Clone(v)
 		clear(v[8:16])
-		return tx.Bucket(bucketIndex).Put(b.ID[:], v)
+		return idx.Put(b.ID[:], v)
 	})
 	if err := setRefs(b.ID, 3); err != nil {
 		t.Fatal(err)
@@ -715,7 +723,7 @@ func TestRecomputeStats(t *testing.T) {
 		bytes.Repeat([]byte{0xff}, 32),
 		[]byte("short"),
 	} {
-		s.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyStats, bad) })
+		s.DB().Update(func(tx *bolt.Tx) error { return sealed.In(tx, bucketMeta).Put(keyStats, bad) })
 		if len(bad) != 32 {
 			if err := s.View(func(tx *chunkstore.Tx) error { _, err := tx.Stats(); return err }); !errors.Is(err, chunkstore.ErrCorrupt) {
 				t.Errorf("Stats of a %d-byte record: %v, want ErrCorrupt", len(bad), err)
@@ -833,7 +841,18 @@ func TestOpenReadOnly(t *testing.T) {
 func setMeta(t *testing.T, path string, key, val []byte) {
 	t.Helper()
 	s := openStore(t, path, chunkstore.Options{})
-	if err := s.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(key, val) }); err != nil {
+	// The version is bare (older binaries read it); the rest is sealed.
+	// An older version is one of a store without a sealed copy of it.
+	put := func(tx *bolt.Tx) error {
+		if bytes.Equal(key, keyMagic) || bytes.Equal(key, keyFormat) {
+			if bytes.Equal(key, keyFormat) && len(val) == 4 && binary.BigEndian.Uint32(val) < 3 {
+				tx.Bucket(bucketMeta).Delete([]byte("format_sealed"))
+			}
+			return tx.Bucket(bucketMeta).Put(key, val)
+		}
+		return sealed.In(tx, bucketMeta).Put(key, val)
+	}
+	if err := s.DB().Update(put); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

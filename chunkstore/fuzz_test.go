@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
 )
@@ -50,7 +51,7 @@ func realRecords(f *testing.F) (index, bodies [][]byte, stats []byte) {
 		f.Fatal(err)
 	}
 	s.DB().View(func(tx *bolt.Tx) error {
-		tx.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		sealed.In(tx, bucketIndex).ForEach(func(k, v []byte) error {
 			index = append(index, bytes.Clone(v))
 			return nil
 		})
@@ -58,7 +59,8 @@ func realRecords(f *testing.F) (index, bodies [][]byte, stats []byte) {
 			bodies = append(bodies, bytes.Clone(BodyValue(tx.Bucket(bucketBodies), k)))
 			return nil
 		})
-		stats = bytes.Clone(tx.Bucket(bucketMeta).Get(keyStats))
+		v, _ := sealed.In(tx, bucketMeta).Get(keyStats)
+		stats = bytes.Clone(v)
 		return nil
 	})
 	if len(index) != len(datas) || len(bodies) != len(datas) || len(stats) != 32 {

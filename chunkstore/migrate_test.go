@@ -32,6 +32,9 @@ func TestUpgradeFromFormat1(t *testing.T) {
 	}
 	// Rewrite it as format 1.
 	if err := s.DB().Update(func(tx *bolt.Tx) error {
+		if err := chunkstore.DowngradeToFormat2(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketBodies)
 		var keys, vals [][]byte
 		b.ForEach(func(k, _ []byte) error {

@@ -119,7 +119,11 @@ func decodeStats(b []byte) (Stats, error) {
 
 // Stats returns the counters kept with every change.
 func (t *Tx) Stats() (Stats, error) {
-	st, err := decodeStats(t.Bucket(bucketMeta).Get(keyStats))
+	v, err := t.Sealed(bucketMeta).Get(keyStats)
+	if err != nil {
+		return Stats{}, t.damaged(err)
+	}
+	st, err := decodeStats(v)
 	if err != nil {
 		return st, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -132,5 +136,5 @@ func (t *Tx) adjustStats(fn func(*Stats)) error {
 		return err
 	}
 	fn(&st)
-	return t.Bucket(bucketMeta).Put(keyStats, st.encode())
+	return t.Sealed(bucketMeta).Put(keyStats, st.encode())
 }

@@ -2,8 +2,10 @@ package fs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -32,7 +34,7 @@ func Check(store *chunkstore.Store, repair bool) (*CheckReport, error) {
 		run = store.Update
 	}
 	err := run(func(tx *chunkstore.Tx) error {
-		c := checker{tx: tx, rep: rep, repair: repair, cs: uint64(store.ChunkSize())}
+		c := checker{tx: tx, rep: rep, repair: repair, cs: uint64(store.ChunkSize()), lostWhy: make(map[Ino]string)}
 		return c.run()
 	})
 	return rep, err
@@ -44,7 +46,11 @@ type checker struct {
 	repair bool
 	cs     uint64
 
-	inodes map[Ino]*Attr
+	inodes   map[Ino]*Attr
+	names    map[Ino]dirName // one name of each named inode
+	lostWhy  map[Ino]string  // why an inode goes to /lost+found
+	rebuilt  []Ino           // rebuilt records, sent to /lost+found
+	deferred []func() error  // writes held until a walk ends
 }
 
 func (c *checker) problem(format string, args ...any) {
@@ -60,6 +66,16 @@ func (c *checker) run() error {
 		if c.tx.Bucket(b) == nil {
 			c.problem("bucket %q missing", b)
 			return nil
+		}
+	}
+	if c.repair {
+		// Bodies whose index record is damaged or lost are indexed
+		// again from their own (verified) headers before anything
+		// else: their files then lose nothing.
+		if n, err := c.tx.Reindex(); err != nil {
+			return err
+		} else if n > 0 {
+			c.fixed("indexed %d chunk bodies again from their verified contents (their index records were damaged or missing)", n)
 		}
 	}
 	stored := make(map[chunkstore.ID]uint64)
@@ -79,7 +95,7 @@ func (c *checker) run() error {
 			if err := c.tx.DeleteChunk(id); err != nil {
 				return err
 			}
-			c.fixed("deleted damaged chunk %s (files referring to it now read zeros there)", id.Short())
+			c.fixed("deleted damaged chunk %s (the files that used it are moved to /lost+found, below)", id.Short())
 		}
 		if n, freed, err := c.tx.DeleteUnreachableBodies(); err != nil {
 			return err
@@ -92,13 +108,21 @@ func (c *checker) run() error {
 	c.inodes = make(map[Ino]*Attr)
 	var maxIno Ino
 	var badInodes [][]byte
-	c.tx.Bucket(bucketInodes).ForEach(func(k, v []byte) error {
+	damagedInodes := make(map[Ino]bool)
+	c.tx.Sealed(bucketInodes).Walk(func(k, v []byte, damage error) error {
 		if len(k) != 8 {
 			c.problem("inode key of %d bytes", len(k))
 			badInodes = append(badInodes, bytes.Clone(k))
 			return nil
 		}
 		ino := keyIno(k)
+		maxIno = max(maxIno, ino)
+		if damage != nil {
+			c.problem("inode %d: %v", ino, damage)
+			damagedInodes[ino] = true
+			badInodes = append(badInodes, bytes.Clone(k))
+			return nil
+		}
 		a, _, err := decodeInode(ino, v)
 		if err != nil {
 			c.problem("%v", err)
@@ -106,30 +130,52 @@ func (c *checker) run() error {
 			return nil
 		}
 		c.inodes[ino] = &a
-		maxIno = max(maxIno, ino)
 		return nil
 	})
 	c.rep.Inodes = len(c.inodes)
 	if c.repair {
 		for _, k := range badInodes {
-			if err := c.tx.Bucket(bucketInodes).Delete(k); err != nil {
+			if err := c.tx.Sealed(bucketInodes).Delete(k); err != nil {
 				return err
 			}
-			c.fixed("deleted undecodable inode record %x", k)
+			c.fixed("deleted damaged inode record %s", describeKey(string(bucketInodes), k))
 		}
 	}
 	root := c.inodes[RootIno]
 	if root == nil || !root.IsDir() {
-		c.problem("root directory missing or not a directory")
-		return nil
+		c.problem("root directory missing, damaged or not a directory")
+		if !c.repair || root != nil {
+			return nil
+		}
+		t := now()
+		root = &Attr{Ino: RootIno, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Atime: t, Mtime: t, Ctime: t, Btime: t, Parent: RootIno}
+		c.inodes[RootIno] = root
+		if err := c.putAttr(root); err != nil {
+			return err
+		}
+		c.fixed("made a new root directory (mode 0755, owner root): its entries are kept")
 	}
-	if next, ok := u64(c.tx.Bucket(bucketMeta).Get(keyNextIno)); !ok || Ino(next) <= maxIno {
-		c.problem("next inode number %d is not above the largest in use (%d)", next, maxIno)
+	next, nerr := c.tx.Sealed(bucketMeta).Get(keyNextIno)
+	if n, ok := u64(next); nerr != nil || !ok || Ino(n) <= maxIno {
+		if nerr != nil {
+			c.problem("next inode number: %v", nerr)
+		} else {
+			c.problem("next inode number %d is not above the largest in use (%d)", n, maxIno)
+		}
 		if c.repair {
-			if err := c.tx.Bucket(bucketMeta).Put(keyNextIno, inoKey(maxIno+1)); err != nil {
+			if err := c.tx.Sealed(bucketMeta).Put(keyNextIno, inoKey(maxIno+1)); err != nil {
 				return err
 			}
 			c.fixed("set next inode number to %d", maxIno+1)
+		}
+	}
+	if _, err := c.tx.Sealed(bucketMeta).Get(keyLimit); err != nil {
+		c.problem("workspace size limit: %v", err)
+		if c.repair {
+			if err := c.tx.Sealed(bucketMeta).Put(keyLimit, inoKey(Ino(DefaultLimit))); err != nil {
+				return err
+			}
+			c.fixed("set the workspace size limit to the default, %d bytes (set yours again with computerfs limit)", uint64(DefaultLimit))
 		}
 	}
 
@@ -137,6 +183,7 @@ func (c *checker) run() error {
 	links := make(map[Ino]uint32)
 	subdirs := make(map[Ino]uint32)
 	children := make(map[Ino][]Ino)
+	c.names = make(map[Ino]dirName)
 	var badDirents [][]byte
 	type retype struct {
 		key []byte
@@ -144,38 +191,73 @@ func (c *checker) run() error {
 	}
 	var retyped []retype
 	reparented := make(map[Ino][]Ino) // directory → the directories naming it
-	c.tx.Bucket(bucketDirents).ForEach(func(k, v []byte) error {
+	namedDamaged := make(map[Ino][]dirent)
+	var damagedDirents []string
+	type naming struct {
+		key []byte
+		d   dirent
+	}
+	var all []naming
+	c.tx.Sealed(bucketDirents).Walk(func(k, v []byte, damage error) error {
 		c.rep.Dirents++
 		if len(k) <= 8 {
 			c.problem("directory entry key of %d bytes", len(k))
 			badDirents = append(badDirents, bytes.Clone(k))
 			return nil
 		}
-		parent, name := keyIno(k), string(k[8:])
-		d, err := decodeDirent(v)
-		if err != nil {
-			c.problem("entry %q in directory %d: %v", name, parent, err)
+		if damage != nil {
+			damagedDirents = append(damagedDirents, string(k))
 			badDirents = append(badDirents, bytes.Clone(k))
 			return nil
 		}
+		d, err := decodeDirent(v)
+		if err != nil {
+			c.problem("entry %q in directory %d: %v", k[8:], keyIno(k), err)
+			badDirents = append(badDirents, bytes.Clone(k))
+			return nil
+		}
+		all = append(all, naming{bytes.Clone(k), d})
+		if _, ok := c.names[d.Ino]; !ok {
+			c.names[d.Ino] = dirName{parent: keyIno(k), name: string(k[8:])}
+		}
+		return nil
+	})
+	for _, k := range damagedDirents {
+		c.problem("%s: the directory entry is damaged (%s); the file it named is found below if it is intact",
+			c.pathOf(keyIno([]byte(k[:8])), k[8:]), describeKey(string(bucketDirents), []byte(k)))
+	}
+	for _, n := range all {
+		k, d := n.key, n.d
+		parent, name := keyIno(k), string(k[8:])
 		if err := checkName(name); err != nil {
 			c.problem("entry %q in directory %d: invalid name", name, parent)
 		}
 		pa := c.inodes[parent]
 		if pa == nil || !pa.IsDir() {
 			c.problem("entry %q is in %d, which is not a directory", name, parent)
-			badDirents = append(badDirents, bytes.Clone(k))
-			return nil
+			badDirents = append(badDirents, k)
+			continue
 		}
 		ca := c.inodes[d.Ino]
-		if ca == nil {
+		if ca == nil && damagedInodes[d.Ino] {
+			c.problem("%s: its inode %d is damaged", c.pathOf(parent, name), d.Ino)
+			namedDamaged[d.Ino] = append(namedDamaged[d.Ino], dirent{Ino: parent, Type: d.Type})
+			if !c.repair {
+				continue
+			}
+			// Rebuilt below from what survives (its type, its names
+			// and its chunk list); until then the entry stands.
+		} else if ca == nil {
 			c.problem("entry %q in directory %d names missing inode %d", name, parent, d.Ino)
-			badDirents = append(badDirents, bytes.Clone(k))
-			return nil
+			badDirents = append(badDirents, k)
+			continue
+		}
+		if ca == nil {
+			ca = c.rebuildInode(d.Ino, d.Type, parent)
 		}
 		if ca.Mode&syscall.S_IFMT != d.Type {
 			c.problem("entry %q in directory %d has type %#o, inode %d is %#o", name, parent, d.Type, d.Ino, ca.Mode&syscall.S_IFMT)
-			retyped = append(retyped, retype{bytes.Clone(k), dirent{Ino: d.Ino, Type: ca.Mode & syscall.S_IFMT}})
+			retyped = append(retyped, retype{k, dirent{Ino: d.Ino, Type: ca.Mode & syscall.S_IFMT}})
 		}
 		links[d.Ino]++
 		if ca.IsDir() {
@@ -186,17 +268,16 @@ func (c *checker) run() error {
 			}
 		}
 		children[parent] = append(children[parent], d.Ino)
-		return nil
-	})
+	}
 	if c.repair {
 		for _, k := range badDirents {
-			if err := c.tx.Bucket(bucketDirents).Delete(k); err != nil {
+			if err := c.tx.Sealed(bucketDirents).Delete(k); err != nil {
 				return err
 			}
-			c.fixed("deleted bad directory entry %q", k)
+			c.fixed("deleted bad directory entry %s", describeKey(string(bucketDirents), k))
 		}
 		for _, r := range retyped {
-			if err := c.tx.Bucket(bucketDirents).Put(r.key, encodeDirent(r.d)); err != nil {
+			if err := c.tx.Sealed(bucketDirents).Put(r.key, encodeDirent(r.d)); err != nil {
 				return err
 			}
 			c.fixed("set the type of entry %q to that of inode %d", r.key[8:], r.d.Ino)
@@ -214,14 +295,108 @@ func (c *checker) run() error {
 		}
 	}
 
+	// Chunk lists: a file whose list is damaged, or names a damaged or
+	// missing chunk, cannot be trusted where it is: on repair it goes to
+	// /lost+found, never left in place reading zeros.
+	counted := make(map[chunkstore.ID]uint64)
+	var badChunks [][]byte
+	quarantine := make(map[Ino]string)
+	c.tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
+		c.rep.FileChunks++
+		if len(k) != 16 {
+			c.problem("chunk list record %x is malformed", k)
+			badChunks = append(badChunks, bytes.Clone(k))
+			return nil
+		}
+		ino, idx := keyIno(k), keyIno(k[8:])
+		a := c.inodes[ino]
+		switch {
+		case damage != nil:
+			c.problem("%s: bytes %d to %d: the chunk list record is damaged (%v)", c.path(ino), uint64(idx)*c.cs, uint64(idx+1)*c.cs, damage)
+			badChunks = append(badChunks, bytes.Clone(k))
+			if a != nil {
+				quarantine[ino] = fmt.Sprintf("bytes %d to %d were lost (a damaged chunk list record) and read as zeros", uint64(idx)*c.cs, uint64(idx+1)*c.cs)
+			}
+			return nil
+		case len(v) != chunkstore.IDSize:
+			c.problem("chunk list record %x is malformed", k)
+			badChunks = append(badChunks, bytes.Clone(k))
+			return nil
+		}
+		id := chunkstore.ID(v)
+		switch {
+		case a == nil || !a.IsRegular():
+			c.problem("chunk %d of inode %d: not a regular file", idx, ino)
+			badChunks = append(badChunks, bytes.Clone(k))
+			return nil
+		case uint64(idx)*c.cs >= a.Size:
+			c.problem("chunk %d of inode %d lies past its size %d", idx, ino, a.Size)
+			badChunks = append(badChunks, bytes.Clone(k))
+			return nil
+		case stored[id] == 0 || damaged[id]:
+			c.problem("%s: bytes %d to %d: chunk %s is missing or damaged", c.path(ino), uint64(idx)*c.cs, uint64(idx+1)*c.cs, id.Short())
+			badChunks = append(badChunks, bytes.Clone(k))
+			quarantine[ino] = fmt.Sprintf("bytes %d to %d were lost (chunk %s damaged or missing) and read as zeros", uint64(idx)*c.cs, uint64(idx+1)*c.cs, id.Short())
+			return nil
+		}
+		counted[id]++
+		return nil
+	})
+	if c.repair {
+		for _, k := range badChunks {
+			if err := c.tx.Sealed(bucketChunks).Delete(k); err != nil {
+				return err
+			}
+			c.fixed("dropped chunk list record %s", describeKey(string(bucketChunks), k))
+		}
+		for _, ino := range c.rebuilt {
+			if _, ok := quarantine[ino]; !ok {
+				quarantine[ino] = "" // lostWhy says why
+			}
+		}
+		// Out of every directory: reachability below moves them.
+		for ino, why := range quarantine {
+			if why != "" {
+				c.lostWhy[ino] = why + "; it was " + c.path(ino)
+			}
+			for d, kids := range children {
+				kept := kids[:0]
+				for _, k := range kids {
+					if k != ino {
+						kept = append(kept, k)
+						continue
+					}
+					links[ino]--
+					if err := c.deleteNamesOf(d, ino); err != nil {
+						return err
+					}
+				}
+				children[d] = kept
+			}
+		}
+	}
+
 	// Orphans and reachability.
 	orphans := make(map[Ino]bool)
-	c.tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
+	c.tx.Sealed(bucketOrphans).Walk(func(k, _ []byte, damage error) error {
+		if damage != nil {
+			c.problem("orphan record %s: %v", describeKey(string(bucketOrphans), k), damage)
+			if c.repair {
+				c.deferred = append(c.deferred, func() error { return c.tx.Sealed(bucketOrphans).Delete(bytes.Clone(k)) })
+			}
+			return nil
+		}
 		if len(k) == 8 {
 			orphans[keyIno(k)] = true
 		}
 		return nil
 	})
+	for _, fn := range c.deferred {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	c.deferred = nil
 	reached := map[Ino]bool{RootIno: true}
 	queue := []Ino{RootIno}
 	for len(queue) > 0 {
@@ -255,7 +430,9 @@ func (c *checker) run() error {
 		case orphans[ino] && a.Nlink == 0 && links[ino] == 0:
 			// Unlinked while open; purged at the next mount.
 		case !reached[ino]:
-			c.problem("inode %d (mode %#o) is not reachable from the root", ino, a.Mode)
+			if _, ok := quarantine[ino]; !ok {
+				c.problem("inode %d (mode %#o) is not reachable from the root", ino, a.Mode)
+			}
 			lost = append(lost, ino)
 		case a.Nlink != want:
 			c.problem("inode %d has link count %d, but %d names", ino, a.Nlink, want)
@@ -272,7 +449,7 @@ func (c *checker) run() error {
 		if a := c.inodes[ino]; a == nil || a.Nlink != 0 {
 			c.problem("orphan record for inode %d, which is missing or linked", ino)
 			if c.repair {
-				if err := c.tx.Bucket(bucketOrphans).Delete(inoKey(ino)); err != nil {
+				if err := c.tx.Sealed(bucketOrphans).Delete(inoKey(ino)); err != nil {
 					return err
 				}
 				c.fixed("dropped orphan record of inode %d", ino)
@@ -285,44 +462,7 @@ func (c *checker) run() error {
 		}
 	}
 
-	// Chunk lists and reference counts.
-	counted := make(map[chunkstore.ID]uint64)
-	var badChunks [][]byte
-	c.tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-		c.rep.FileChunks++
-		if len(k) != 16 || len(v) != chunkstore.IDSize {
-			c.problem("chunk list record %x is malformed", k)
-			badChunks = append(badChunks, bytes.Clone(k))
-			return nil
-		}
-		ino, idx := keyIno(k), keyIno(k[8:])
-		id := chunkstore.ID(v)
-		a := c.inodes[ino]
-		switch {
-		case a == nil || !a.IsRegular():
-			c.problem("chunk %d of inode %d: not a regular file", idx, ino)
-			badChunks = append(badChunks, bytes.Clone(k))
-			return nil
-		case uint64(idx)*c.cs >= a.Size:
-			c.problem("chunk %d of inode %d lies past its size %d", idx, ino, a.Size)
-			badChunks = append(badChunks, bytes.Clone(k))
-			return nil
-		case stored[id] == 0 || damaged[id]:
-			c.problem("chunk %d of inode %d refers to missing or damaged chunk %s", idx, ino, id.Short())
-			badChunks = append(badChunks, bytes.Clone(k))
-			return nil
-		}
-		counted[id]++
-		return nil
-	})
-	if c.repair {
-		for _, k := range badChunks {
-			if err := c.tx.Bucket(bucketChunks).Delete(k); err != nil {
-				return err
-			}
-			c.fixed("dropped chunk list record %x", k)
-		}
-	}
+	// Reference counts.
 	ids := make([]chunkstore.ID, 0, len(stored))
 	for id := range stored {
 		ids = append(ids, id)
@@ -343,19 +483,24 @@ func (c *checker) run() error {
 		}
 	}
 	var badXattrs [][]byte
-	c.tx.Bucket(bucketXattrs).ForEach(func(k, _ []byte) error {
-		if len(k) <= 8 || c.inodes[keyIno(k)] == nil {
+	c.tx.Sealed(bucketXattrs).Walk(func(k, _ []byte, damage error) error {
+		switch {
+		case len(k) <= 8 || c.inodes[keyIno(k)] == nil && damage == nil:
 			c.problem("extended attribute %q of a missing inode", k)
-			badXattrs = append(badXattrs, bytes.Clone(k))
+		case damage != nil:
+			c.problem("%s: extended attribute %q is damaged (%v)", c.path(keyIno(k)), k[8:], damage)
+		default:
+			return nil
 		}
+		badXattrs = append(badXattrs, bytes.Clone(k))
 		return nil
 	})
 	if c.repair {
 		for _, k := range badXattrs {
-			if err := c.tx.Bucket(bucketXattrs).Delete(k); err != nil {
+			if err := c.tx.Sealed(bucketXattrs).Delete(k); err != nil {
 				return err
 			}
-			c.fixed("dropped extended attribute %q of a missing inode", k)
+			c.fixed("dropped extended attribute %s", describeKey(string(bucketXattrs), k))
 		}
 	}
 	if err := c.checkJournal(); err != nil {
@@ -369,29 +514,135 @@ func (c *checker) run() error {
 	st, err := c.tx.Stats()
 	if err != nil {
 		c.problem("chunk statistics: %v", err)
+		if c.repair {
+			if err := c.tx.RecomputeStats(); err != nil {
+				return err
+			}
+			c.fixed("recomputed the chunk statistics")
+			st, _ = c.tx.Stats()
+		}
 	}
 	c.rep.Chunks = st
 	return nil
 }
 
+// dirName is one name of an inode, for paths in reports.
+type dirName struct {
+	parent Ino
+	name   string
+}
+
+// path is a workspace path of ino for a report, from the entries read so
+// far; "inode N" where none is known.
+func (c *checker) path(ino Ino) string {
+	if ino == RootIno {
+		return "/"
+	}
+	n, ok := c.names[ino]
+	if !ok {
+		return fmt.Sprintf("inode %d", ino)
+	}
+	return c.pathOf(n.parent, n.name)
+}
+
+// pathOf is the path of name in directory dir.
+func (c *checker) pathOf(dir Ino, name string) string {
+	parts := []string{name}
+	for i := 0; dir != RootIno; i++ {
+		n, ok := c.names[dir]
+		if !ok || i > 4096 {
+			return fmt.Sprintf("(directory inode %d)/%s", dir, strings.Join(parts, "/"))
+		}
+		parts = append([]string{n.name}, parts...)
+		dir = n.parent
+	}
+	return "/" + strings.Join(parts, "/")
+}
+
+// deleteNamesOf deletes every entry of directory d that names ino.
+func (c *checker) deleteNamesOf(d, ino Ino) error {
+	prefix := inoKey(d)
+	var keys [][]byte
+	err := c.tx.Sealed(bucketDirents).Walk(func(k, v []byte, damage error) error {
+		if damage == nil && bytes.HasPrefix(k, prefix) {
+			if de, err := decodeDirent(v); err == nil && de.Ino == ino {
+				keys = append(keys, bytes.Clone(k))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := c.tx.Sealed(bucketDirents).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildInode makes a new record for an inode whose own is damaged, from
+// what survives of it: the type its entry names and its chunk list (a
+// regular file's size is where its last stored chunk ends, which misses
+// zeros stored after it). Its mode is 0700 for a directory (its entries
+// are kept), 0600 otherwise, owner root; a symlink's target is lost, so a
+// symlink comes back as an empty regular file. Anything but a directory
+// is then moved to /lost+found: its attributes are guesses.
+func (c *checker) rebuildInode(ino Ino, typ uint32, parent Ino) *Attr {
+	t := now()
+	a := &Attr{Ino: ino, Mode: typ | 0o600, Nlink: 1, Atime: t, Mtime: t, Ctime: t, Btime: t, Parent: parent}
+	switch typ {
+	case syscall.S_IFDIR:
+		a.Mode, a.Nlink = syscall.S_IFDIR|0o700, 2
+	case syscall.S_IFLNK:
+		a.Mode = syscall.S_IFREG | 0o600
+	}
+	if a.IsRegular() {
+		prefix := inoKey(ino)
+		cur := c.tx.Sealed(bucketChunks).Cursor()
+		for k, v, err := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v, err = cur.Next() {
+			if err != nil || len(k) != 16 || len(v) != chunkstore.IDSize {
+				continue
+			}
+			if n, err := c.tx.Len(chunkstore.ID(v)); err == nil {
+				a.Size = max(a.Size, binary.BigEndian.Uint64(k[8:])*c.cs+uint64(n))
+			}
+		}
+	}
+	c.inodes[ino] = a
+	if err := c.putAttr(a); err != nil {
+		c.problem("rebuild inode %d: %v", ino, err)
+	}
+	if a.IsDir() {
+		c.fixed("rebuilt the damaged record of directory %s (inode %d) with mode 0700, owner root: its entries are kept", c.path(ino), ino)
+	} else {
+		c.lostWhy[ino] = fmt.Sprintf("its record was damaged and rebuilt: mode 0600, owner root, size %d from its chunk list; it was %s", a.Size, c.path(ino))
+		c.rebuilt = append(c.rebuilt, ino)
+	}
+	return a
+}
+
 func (c *checker) putAttr(a *Attr) error {
-	v := c.tx.Bucket(bucketInodes).Get(inoKey(a.Ino))
+	// A symlink keeps its target; a damaged record has none to keep.
+	v, _ := c.tx.Sealed(bucketInodes).Get(inoKey(a.Ino))
 	_, target, _ := decodeInode(a.Ino, v)
-	return c.tx.Bucket(bucketInodes).Put(inoKey(a.Ino), encodeInode(a, target))
+	return c.tx.Sealed(bucketInodes).Put(inoKey(a.Ino), encodeInode(a, target))
 }
 
 // relinkLost names unreachable inodes in /lost+found, creating it if needed.
 func (c *checker) relinkLost(lost []Ino, children map[Ino][]Ino, links map[Ino]uint32) error {
-	dirents := c.tx.Bucket(bucketDirents)
+	dirents := c.tx.Sealed(bucketDirents)
 	var lf Ino
-	if v := dirents.Get(direntKey(RootIno, "lost+found")); v != nil {
+	if v, _ := dirents.Get(direntKey(RootIno, "lost+found")); v != nil {
 		if d, err := decodeDirent(v); err == nil && d.Type == syscall.S_IFDIR {
 			lf = d.Ino
 		}
 	}
-	meta := c.tx.Bucket(bucketMeta)
+	meta := c.tx.Sealed(bucketMeta)
 	if lf == 0 {
-		next, _ := u64(meta.Get(keyNextIno))
+		v, _ := meta.Get(keyNextIno)
+		next, _ := u64(v)
 		for c.inodes[Ino(next)] != nil || next <= uint64(RootIno) {
 			next++
 		}
@@ -438,7 +689,11 @@ func (c *checker) relinkLost(lost []Ino, children map[Ino][]Ino, links map[Ino]u
 		if err := c.putAttr(a); err != nil {
 			return err
 		}
-		c.fixed("moved unreachable inode %d to /lost+found/%s", ino, name)
+		if why := c.lostWhy[ino]; why != "" {
+			c.fixed("moved inode %d to /lost+found/%s: %s", ino, name, why)
+		} else {
+			c.fixed("moved unreachable inode %d to /lost+found/%s", ino, name)
+		}
 	}
 	return c.putAttr(lfa)
 }
@@ -478,12 +733,16 @@ func GC(store *chunkstore.Store) (*GCReport, error) {
 	rep := &GCReport{}
 	err := store.Update(func(tx *chunkstore.Tx) error {
 		counted := make(map[chunkstore.ID]uint64)
-		tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+		// A damaged chunk list hides references: counting without them
+		// would free chunks files still use. fsck first.
+		if err := tx.Sealed(bucketChunks).ForEach(func(k, v []byte) error {
 			if len(v) == chunkstore.IDSize {
 				counted[chunkstore.ID(v)]++
 			}
 			return nil
-		})
+		}); err != nil {
+			return fmt.Errorf("gc stopped, nothing freed: %w (run computerfs fsck)", err)
+		}
 		var fix []chunkstore.ChunkInfo
 		if err := tx.ForEachChunk(func(ci chunkstore.ChunkInfo) error {
 			if ci.Refs != counted[ci.ID] {
@@ -525,21 +784,25 @@ type WorkspaceInfo struct {
 func Info(store *chunkstore.Store) (*WorkspaceInfo, error) {
 	info := &WorkspaceInfo{FormatVersion: chunkstore.FormatVersion, ChunkSize: store.ChunkSize()}
 	err := store.View(func(tx *chunkstore.Tx) error {
-		if tx.Bucket(bucketInodes) == nil {
+		if !tx.Sealed(bucketInodes).Exists() {
 			return fmt.Errorf("%w: no inode bucket", chunkstore.ErrNotWorkspace)
 		}
-		limit, _ := u64(tx.Bucket(bucketMeta).Get(keyLimit))
-		info.LimitBytes = limit
-		tx.Bucket(bucketInodes).ForEach(func(k, v []byte) error {
+		v, err := tx.Sealed(bucketMeta).Get(keyLimit)
+		if err != nil {
+			return err
+		}
+		info.LimitBytes, _ = u64(v)
+		// Damaged records are fsck's to report: stats counts what it can
+		// read.
+		tx.Sealed(bucketInodes).Walk(func(k, v []byte, damage error) error {
 			info.Inodes++
-			if len(k) == 8 {
+			if len(k) == 8 && damage == nil {
 				if a, _, err := decodeInode(keyIno(k), v); err == nil && a.IsRegular() {
 					info.FileBytes += a.Size
 				}
 			}
 			return nil
 		})
-		var err error
 		info.Chunks, err = tx.Stats()
 		return err
 	})
@@ -549,12 +812,17 @@ func Info(store *chunkstore.Store) (*WorkspaceInfo, error) {
 // checkJournal decodes every journal record. A damaged record is dropped
 // on repair: the journal is history, nothing else depends on it.
 func (c *checker) checkJournal() error {
-	b := c.tx.Bucket(bucketJournal)
-	if b == nil {
+	b := c.tx.Sealed(bucketJournal)
+	if !b.Exists() {
 		return nil // made by a build before the journal; created at open
 	}
 	var bad [][]byte
-	b.ForEach(func(k, v []byte) error {
+	b.Walk(func(k, v []byte, damage error) error {
+		if damage != nil {
+			c.problem("%s: %v", describeKey(string(bucketJournal), k), damage)
+			bad = append(bad, bytes.Clone(k))
+			return nil
+		}
 		seq, ok := u64(k)
 		if !ok {
 			c.problem("journal key %x is not a sequence number", k)

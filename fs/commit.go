@@ -139,7 +139,7 @@ func (f *FS) commitOnce() {
 	f.mu.Unlock()
 
 	var st chunkstore.Stats
-	err := f.store.Update(func(tx *chunkstore.Tx) error {
+	err := f.update(func(tx *chunkstore.Tx) error {
 		if err := f.apply(tx, snap); err != nil {
 			return err
 		}
@@ -166,8 +166,8 @@ func (f *FS) commitOnce() {
 // removal in the same snapshot survives.
 func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	var unref []chunkstore.ID
-	inodes := tx.Bucket(bucketInodes)
-	orphans := tx.Bucket(bucketOrphans)
+	inodes := tx.Sealed(bucketInodes)
+	orphans := tx.Sealed(bucketOrphans)
 	for _, in := range snap.inodes {
 		k := inoKey(in.attr.Ino)
 		if err := inodes.Put(k, encodeInode(&in.attr, in.target)); err != nil {
@@ -183,7 +183,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			return err
 		}
 	}
-	dirents := tx.Bucket(bucketDirents)
+	dirents := tx.Sealed(bucketDirents)
 	for _, e := range snap.entries {
 		k := direntKey(e.parent, e.name)
 		var err error
@@ -196,7 +196,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			return err
 		}
 	}
-	xattrs := tx.Bucket(bucketXattrs)
+	xattrs := tx.Sealed(bucketXattrs)
 	for _, x := range snap.xattrs {
 		k := xattrKey(x.ino, x.name)
 		var err error
@@ -209,13 +209,17 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			return err
 		}
 	}
-	chunks := tx.Bucket(bucketChunks)
+	chunks := tx.Sealed(bucketChunks)
 	for _, t := range snap.truncs {
 		c := chunks.Cursor()
 		prefix := inoKey(t.ino)
 		start := chunkKey(t.ino, t.from)
-		for k, v := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v = c.Seek(start) {
-			if len(v) == chunkstore.IDSize {
+		for k, v, err := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(start) {
+			// A damaged record's chunk keeps a reference too many
+			// (fsck repairs counts): never unreference a misread ID.
+			if err != nil {
+				f.reportDamage(err)
+			} else if len(v) == chunkstore.IDSize {
 				unref = append(unref, chunkstore.ID(v))
 			}
 			if err := c.Delete(); err != nil {
@@ -225,7 +229,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	}
 	for _, s := range snap.slots {
 		k := chunkKey(s.ino, s.idx)
-		if v := chunks.Get(k); len(v) == chunkstore.IDSize {
+		if v, err := chunks.Get(k); err != nil {
+			f.reportDamage(err) // as above
+		} else if len(v) == chunkstore.IDSize {
 			unref = append(unref, chunkstore.ID(v))
 		}
 		switch {
@@ -248,7 +254,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		}
 	}
 	for _, ino := range snap.dead {
-		if err := deleteInode(tx, ino, &unref); err != nil {
+		if err := f.deleteInode(tx, ino, &unref); err != nil {
 			return err
 		}
 	}
@@ -257,7 +263,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	snap.journalFirst = first
-	meta := tx.Bucket(bucketMeta)
+	meta := tx.Sealed(bucketMeta)
 	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
 		return err
 	}

@@ -296,8 +296,11 @@ func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error)
 	}
 	var id chunkstore.ID
 	var ok bool
-	err := f.store.View(func(tx *chunkstore.Tx) error {
-		v := tx.Bucket(bucketChunks).Get(chunkKey(n.attr.Ino, idx))
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketChunks).Get(chunkKey(n.attr.Ino, idx))
+		if err != nil {
+			return err
+		}
 		if v == nil {
 			return nil
 		}
@@ -333,7 +336,7 @@ func (f *FS) loadChunk(id chunkstore.ID) (data []byte, release func(), err error
 func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 	buf := f.cache.buffer(f.chunkSize)
 	var out []byte
-	err := f.store.View(func(tx *chunkstore.Tx) error {
+	err := f.view(func(tx *chunkstore.Tx) error {
 		var err error
 		out, err = tx.Get(id, buf)
 		return err
@@ -496,7 +499,7 @@ var errRetry = errors.New("retry")
 // its length.
 func (f *FS) setBaseLocked(s *slot, id chunkstore.ID) error {
 	var l int
-	err := f.store.View(func(tx *chunkstore.Tx) error {
+	err := f.view(func(tx *chunkstore.Tx) error {
 		var err error
 		l, err = tx.Len(id)
 		return err

@@ -54,6 +54,7 @@ package fs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,7 +65,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
-	bolt "go.etcd.io/bbolt"
+	"github.com/computerfs/computerfs/internal/sealed"
 )
 
 // DefaultLimit is the workspace size limit of new stores.
@@ -200,7 +201,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 // load creates the fs buckets and root of a new store, reads the counters of
 // an existing one, and deletes inodes left orphaned by a crash.
 func (f *FS) load(opts Options) error {
-	return f.store.Update(func(tx *chunkstore.Tx) error {
+	return f.update(func(tx *chunkstore.Tx) error {
 		for _, name := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -209,11 +210,15 @@ func (f *FS) load(opts Options) error {
 		if err := f.loadJournal(tx); err != nil {
 			return err
 		}
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyNextIno); v == nil {
+		meta := tx.Sealed(bucketMeta)
+		v, err := meta.Get(keyNextIno)
+		if err != nil {
+			return err
+		}
+		if v == nil {
 			now := time.Now().UnixNano()
 			root := Attr{Ino: RootIno, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Btime: now, Parent: RootIno}
-			if err := tx.Bucket(bucketInodes).Put(inoKey(RootIno), encodeInode(&root, "")); err != nil {
+			if err := tx.Sealed(bucketInodes).Put(inoKey(RootIno), encodeInode(&root, "")); err != nil {
 				return err
 			}
 			limit := opts.Limit
@@ -227,29 +232,43 @@ func (f *FS) load(opts Options) error {
 				return err
 			}
 		}
-		next, ok := u64(meta.Get(keyNextIno))
+		v, err = meta.Get(keyNextIno)
+		if err != nil {
+			return err
+		}
+		next, ok := u64(v)
 		if !ok || next <= uint64(RootIno) {
 			return fmt.Errorf("%w: bad next_ino record", chunkstore.ErrCorrupt)
 		}
 		f.nextIno = Ino(next)
-		limit, ok := u64(meta.Get(keyLimit))
+		v, err = meta.Get(keyLimit)
+		if err != nil {
+			return err
+		}
+		limit, ok := u64(v)
 		if !ok {
 			return fmt.Errorf("%w: bad limit record", chunkstore.ErrCorrupt)
 		}
 		f.limit = limit
-		if tx.Bucket(bucketInodes).Get(inoKey(RootIno)) == nil {
+		if has, err := tx.Sealed(bucketInodes).Has(inoKey(RootIno)); err != nil {
+			return fmt.Errorf("root inode: %w", err)
+		} else if !has {
 			return fmt.Errorf("%w: root inode missing", chunkstore.ErrCorrupt)
 		}
 		var orphans []Ino
-		tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
-			if len(k) == 8 {
+		// A damaged orphan record is left for fsck: purging what its key
+		// might name could delete a live file.
+		tx.Sealed(bucketOrphans).Walk(func(k, _ []byte, damage error) error {
+			if damage != nil {
+				f.reportDamage(damage)
+			} else if len(k) == 8 {
 				orphans = append(orphans, keyIno(k))
 			}
 			return nil
 		})
 		var unref []chunkstore.ID
 		for _, ino := range orphans {
-			if err := deleteInode(tx, ino, &unref); err != nil {
+			if err := f.deleteInode(tx, ino, &unref); err != nil {
 				return err
 			}
 		}
@@ -272,34 +291,40 @@ func (f *FS) load(opts Options) error {
 
 // deleteInode removes an inode and everything keyed by it, collecting its
 // chunk references for the caller to drop after all new references exist.
-func deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) error {
+func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) error {
 	prefix := inoKey(ino)
-	if err := deletePrefix(tx.Bucket(bucketChunks), prefix, func(v []byte) {
-		if len(v) == chunkstore.IDSize {
+	if err := deletePrefix(tx.Sealed(bucketChunks), prefix, func(v []byte, damage error) {
+		switch {
+		case damage != nil:
+			// Its chunk keeps a reference too many, which fsck
+			// repairs; unreferencing a misread ID could free
+			// another file's data.
+			f.reportDamage(damage)
+		case len(v) == chunkstore.IDSize:
 			*unref = append(*unref, chunkstore.ID(v))
 		}
 	}); err != nil {
 		return err
 	}
-	if err := deletePrefix(tx.Bucket(bucketXattrs), prefix, nil); err != nil {
+	if err := deletePrefix(tx.Sealed(bucketXattrs), prefix, nil); err != nil {
 		return err
 	}
 	// A directory is empty when it dies, but the removals of its entries
 	// may not have been committed: they go with it.
-	if err := deletePrefix(tx.Bucket(bucketDirents), prefix, nil); err != nil {
+	if err := deletePrefix(tx.Sealed(bucketDirents), prefix, nil); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketOrphans).Delete(prefix); err != nil {
+	if err := tx.Sealed(bucketOrphans).Delete(prefix); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketInodes).Delete(prefix)
+	return tx.Sealed(bucketInodes).Delete(prefix)
 }
 
-func deletePrefix(b *bolt.Bucket, prefix []byte, visit func(v []byte)) error {
+func deletePrefix(b sealed.Bucket, prefix []byte, visit func(v []byte, damage error)) error {
 	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Seek(prefix) {
+	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(prefix) {
 		if visit != nil {
-			visit(v)
+			visit(v, err)
 		}
 		if err := c.Delete(); err != nil {
 			return err
@@ -402,3 +427,49 @@ const maxName = 255
 const maxSymlink = 4095
 
 var noTrunc uint64 = math.MaxUint64
+
+// view and update run fn in a transaction of the store, and report a
+// damaged record it met (see reportDamage).
+func (f *FS) view(fn func(tx *chunkstore.Tx) error) error {
+	return f.reportDamage(f.store.View(fn))
+}
+
+func (f *FS) update(fn func(tx *chunkstore.Tx) error) error {
+	return f.reportDamage(f.store.Update(fn))
+}
+
+// reportDamage logs a damaged record that err carries (a seal that does
+// not match: see package sealed), naming its bucket and its key decoded as
+// fs keys them, and returns err. The operation fails with EIO, which the
+// error wraps; nothing is served from the record.
+func (f *FS) reportDamage(err error) error {
+	var d *sealed.DamageError
+	if errors.As(err, &d) {
+		f.log.Error("damaged workspace record", "store", f.store.Path(), "bucket", d.Bucket, "record", describeKey(d.Bucket, d.Key), "why", d.Why)
+	}
+	return err
+}
+
+// describeKey renders a key of bucket as its parts: inode numbers and
+// names.
+func describeKey(bucket string, k []byte) string {
+	switch bucket {
+	case string(bucketInodes), string(bucketOrphans):
+		if len(k) == 8 {
+			return fmt.Sprintf("inode %d", keyIno(k))
+		}
+	case string(bucketDirents), string(bucketXattrs):
+		if len(k) > 8 {
+			return fmt.Sprintf("inode %d, name %q", keyIno(k[:8]), k[8:])
+		}
+	case string(bucketChunks):
+		if len(k) == 16 {
+			return fmt.Sprintf("inode %d, chunk %d", keyIno(k[:8]), binary.BigEndian.Uint64(k[8:]))
+		}
+	case string(bucketJournal):
+		if len(k) == 8 {
+			return fmt.Sprintf("journal record %d", binary.BigEndian.Uint64(k))
+		}
+	}
+	return sealed.KeyString(k)
+}

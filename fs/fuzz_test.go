@@ -47,11 +47,11 @@ func realFSRecords(f *testing.F) (inodes map[Ino][]byte, dirents [][]byte) {
 	defer st.Close()
 	inodes = map[Ino][]byte{}
 	st.View(func(tx *chunkstore.Tx) error {
-		tx.Bucket(bucketInodes).ForEach(func(k, v []byte) error {
+		tx.Sealed(bucketInodes).ForEach(func(k, v []byte) error {
 			inodes[keyIno(k)] = bytes.Clone(v)
 			return nil
 		})
-		tx.Bucket(bucketDirents).ForEach(func(k, v []byte) error {
+		tx.Sealed(bucketDirents).ForEach(func(k, v []byte) error {
 			dirents = append(dirents, bytes.Clone(v))
 			return nil
 		})

@@ -285,10 +285,14 @@ func (f *FS) nameInDirLocked(dir, ino Ino) string {
 		}
 	}
 	found := ""
-	f.store.View(func(tx *chunkstore.Tx) error {
+	f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(dir)
-		c := tx.Bucket(bucketDirents).Cursor()
-		for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		c := tx.Sealed(bucketDirents).Cursor()
+		for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Next() {
+			if err != nil {
+				f.reportDamage(err) // a path is a hint: look on
+				continue
+			}
 			de, err := decodeDirent(v)
 			if err != nil || de.Ino != ino {
 				continue
@@ -368,17 +372,17 @@ func decodeChange(seq uint64, b []byte) (Change, error) {
 // applyJournal writes a snapshot's records and prunes old ones. It returns
 // the oldest record kept.
 func applyJournal(tx *chunkstore.Tx, recs []Change, keep uint64) (first uint64, err error) {
-	b := tx.Bucket(bucketJournal)
+	b := tx.Sealed(bucketJournal)
 	if len(recs) > 0 {
 		// Keys grow: filling pages completely costs less space.
-		b.FillPercent = 1.0
+		b.Raw().FillPercent = 1.0
 	}
 	for i := range recs {
 		if err := b.Put(inoKey(Ino(recs[i].Seq)), encodeChange(&recs[i])); err != nil {
 			return 0, err
 		}
 	}
-	c := b.Cursor()
+	c := b.Raw().Cursor() // keys only
 	k, _ := c.First()
 	if k == nil {
 		return 0, nil
@@ -440,9 +444,12 @@ func (f *FS) Changes(since uint64, limit int) (ChangeList, error) {
 		return out, fmt.Errorf("changes after %d: the oldest kept is %d: %w", since, oldest, ErrJournalPruned)
 	}
 	if since+1 < memFirst {
-		err := f.store.View(func(tx *chunkstore.Tx) error {
-			c := tx.Bucket(bucketJournal).Cursor()
-			for k, v := c.Seek(inoKey(Ino(since + 1))); k != nil && len(out.Changes) < limit; k, v = c.Next() {
+		err := f.view(func(tx *chunkstore.Tx) error {
+			c := tx.Sealed(bucketJournal).Cursor()
+			for k, v, err := c.Seek(inoKey(Ino(since + 1))); k != nil && len(out.Changes) < limit; k, v, err = c.Next() {
+				if err != nil {
+					return err
+				}
 				seq, _ := u64(k)
 				if seq >= memFirst {
 					break

@@ -27,12 +27,11 @@ func (f *FS) entryLocked(d *node, name string) (dirent, bool, error) {
 	}
 	var de dirent
 	var found bool
-	err := f.store.View(func(tx *chunkstore.Tx) error {
-		v := tx.Bucket(bucketDirents).Get(direntKey(d.attr.Ino, name))
-		if v == nil {
-			return nil
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketDirents).Get(direntKey(d.attr.Ino, name))
+		if err != nil || v == nil {
+			return err
 		}
-		var err error
 		de, err = decodeDirent(v)
 		if err != nil {
 			f.log.Error("corrupt directory entry", "dir", d.attr.Ino, "name", name, "err", err)
@@ -463,10 +462,13 @@ func (f *FS) emptyLocked(n *node) (bool, error) {
 		}
 	}
 	empty := true
-	err := f.store.View(func(tx *chunkstore.Tx) error {
+	err := f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(n.attr.Ino)
-		c := tx.Bucket(bucketDirents).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		c := tx.Sealed(bucketDirents).Cursor()
+		for k, _, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _, err = c.Next() {
+			if err != nil {
+				return err
+			}
 			if ch, ok := n.entries[string(k[8:])]; ok && ch.d.Ino == 0 {
 				continue
 			}
@@ -703,10 +705,15 @@ func (f *FS) ListDir(ino Ino) ([]DirEntry, uint64, error) {
 		{Name: "..", Ino: d.attr.Parent, Type: syscall.S_IFDIR},
 	}
 	var stored []DirEntry
-	err = f.store.View(func(tx *chunkstore.Tx) error {
+	err = f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(ino)
-		c := tx.Bucket(bucketDirents).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		c := tx.Sealed(bucketDirents).Cursor()
+		for k, v, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v, err = c.Next() {
+			// A damaged entry fails the listing (EIO) rather than hide
+			// a file from it.
+			if err != nil {
+				return err
+			}
 			name := string(k[8:])
 			if _, ok := d.entries[name]; ok {
 				continue

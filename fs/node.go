@@ -82,8 +82,11 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		return nil, syscall.ENOENT
 	}
 	var n *node
-	err := f.store.View(func(tx *chunkstore.Tx) error {
-		v := tx.Bucket(bucketInodes).Get(inoKey(ino))
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketInodes).Get(inoKey(ino))
+		if err != nil {
+			return err
+		}
 		if v == nil {
 			return syscall.ENOENT
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -260,7 +261,7 @@ func TestKernelLookupKeepsUnlinkedInode(t *testing.T) {
 func orphanCount(h *harness) int {
 	n := 0
 	h.f.Store().View(func(tx *chunkstore.Tx) error {
-		return tx.Bucket(bucketOrphans).ForEach(func(k, v []byte) error { n++; return nil })
+		return tx.Sealed(bucketOrphans).ForEach(func(k, v []byte) error { n++; return nil })
 	})
 	return n
 }
@@ -432,6 +433,7 @@ type damage struct {
 	name        string
 	inject      func(t *testing.T, tx *bolt.Tx, w *world)
 	wantProblem string
+	wantRepair  string // in the repair report, if set
 	// after checks the repaired workspace.
 	after func(t *testing.T, h *harness, w *world)
 }
@@ -465,8 +467,9 @@ func buildWorld(h *harness) *world {
 
 func putIndexRefs(t *testing.T, tx *bolt.Tx, id chunkstore.ID, delta int64) {
 	t.Helper()
-	idx := tx.Bucket([]byte("chunkidx"))
-	v := bytes.Clone(idx.Get(id[:]))
+	idx := sealed.In(tx, []byte("chunkidx"))
+	v, _ := idx.Get(id[:])
+	v = bytes.Clone(v)
 	if len(v) != 24 {
 		t.Fatalf("index entry of %s: %d bytes", id.Short(), len(v))
 	}
@@ -494,8 +497,9 @@ func putBeUint64(b []byte, v uint64) {
 
 func modifyInode(t *testing.T, tx *bolt.Tx, ino Ino, fn func(a *Attr)) {
 	t.Helper()
-	b := tx.Bucket(bucketInodes)
-	a, target, err := decodeInode(ino, b.Get(inoKey(ino)))
+	b := sealed.In(tx, bucketInodes)
+	v, _ := b.Get(inoKey(ino))
+	a, target, err := decodeInode(ino, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +514,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "inode record of a named file deleted",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketInodes).Delete(inoKey(w.file.Ino))
+				sealed.In(tx, bucketInodes).Delete(inoKey(w.file.Ino))
 			},
 			wantProblem: "names missing inode",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -534,7 +538,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			name: "reference count too low",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
 				// Make chunk 0 referenced twice, with a count of 1.
-				tx.Bucket(bucketChunks).Put(chunkKey(w.file.Ino, 2), w.chunkIDs[0][:])
+				sealed.In(tx, bucketChunks).Put(chunkKey(w.file.Ino, 2), w.chunkIDs[0][:])
 			},
 			wantProblem: "has reference count 1, but 2 references",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -562,7 +566,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			name: "entry type wrong",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
 				k := direntKey(RootIno, "other")
-				if err := tx.Bucket(bucketDirents).Put(k, encodeDirent(dirent{Ino: w.other.Ino, Type: syscall.S_IFIFO})); err != nil {
+				if err := sealed.In(tx, bucketDirents).Put(k, encodeDirent(dirent{Ino: w.other.Ino, Type: syscall.S_IFIFO})); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -594,7 +598,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "entry of a file deleted",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketDirents).Delete(direntKey(w.dir.Ino, "inner"))
+				sealed.In(tx, bucketDirents).Delete(direntKey(w.dir.Ino, "inner"))
 			},
 			wantProblem: "is not reachable from the root",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -608,7 +612,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "entry of a directory deleted",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketDirents).Delete(direntKey(RootIno, "dir"))
+				sealed.In(tx, bucketDirents).Delete(direntKey(RootIno, "dir"))
 			},
 			wantProblem: "is not reachable from the root",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -636,25 +640,35 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			},
 			wantProblem: "hash mismatch",
 			after: func(t *testing.T, h *harness, w *world) {
+				// Never left in place reading zeros: moved to
+				// /lost+found, with the lost range in the report.
+				if _, err := h.f.Lookup(user, RootIno, "file"); !errors.Is(err, syscall.ENOENT) {
+					t.Errorf("the damaged file is still at /file: %v", err)
+				}
+				lf := h.lookup(RootIno, "lost+found")
+				if got := h.lookup(lf.Ino, fmt.Sprintf("#%d", w.file.Ino)); got.Ino != w.file.Ino {
+					t.Errorf("/lost+found/#%d is inode %d", w.file.Ino, got.Ino)
+				}
 				want := bytes.Clone(w.fileData)
 				clear(want[4096 : 2*4096])
 				if got := h.readAll(w.file.Ino); !bytes.Equal(got, want) {
 					t.Errorf("file after dropping its damaged chunk differs at %d", firstDiff(got, want))
 				}
 			},
+			wantRepair: "bytes 4096 to 8192 were lost",
 		},
 		{
 			name: "chunk list names a missing chunk",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
 				id := chunkstore.Sum([]byte("never stored"))
-				tx.Bucket(bucketChunks).Put(chunkKey(w.inner.Ino, 0), id[:])
+				sealed.In(tx, bucketChunks).Put(chunkKey(w.inner.Ino, 0), id[:])
 			},
-			wantProblem: "refers to missing or damaged chunk",
+			wantProblem: "/dir/inner: bytes 0 to 4096: chunk",
 		},
 		{
 			name: "chunk past the end of the file",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketChunks).Put(chunkKey(w.other.Ino, 7), w.chunkIDs[0][:])
+				sealed.In(tx, bucketChunks).Put(chunkKey(w.other.Ino, 7), w.chunkIDs[0][:])
 				putIndexRefs(t, tx, w.chunkIDs[0], +1)
 			},
 			wantProblem: "lies past its size",
@@ -662,7 +676,7 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "next inode number too low",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketMeta).Put(keyNextIno, inoKey(w.file.Ino))
+				sealed.In(tx, bucketMeta).Put(keyNextIno, inoKey(w.file.Ino))
 			},
 			wantProblem: "next inode number",
 			after: func(t *testing.T, h *harness, w *world) {
@@ -674,21 +688,90 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 		{
 			name: "orphan record of a linked inode",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketOrphans).Put(inoKey(w.other.Ino), nil)
+				sealed.In(tx, bucketOrphans).Put(inoKey(w.other.Ino), nil)
 			},
 			wantProblem: "orphan record for inode",
 		},
 		{
+			name: "inode record bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				flipRecord(t, tx, bucketInodes, inoKey(w.other.Ino), 30)
+			},
+			wantProblem: "inode " + fmt.Sprint(3) + ": workspace record damaged",
+			wantRepair:  "its record was damaged and rebuilt",
+			after: func(t *testing.T, h *harness, w *world) {
+				lf := h.lookup(RootIno, "lost+found")
+				ino := h.lookup(lf.Ino, fmt.Sprintf("#%d", w.other.Ino)).Ino
+				if a := h.attr(ino); a.Size != 10 || a.Mode != syscall.S_IFREG|0o600 {
+					t.Errorf("rebuilt inode: size %d mode %#o", a.Size, a.Mode)
+				}
+				if got := h.readAll(ino); string(got) != "other data" {
+					t.Errorf("rebuilt file reads %q", got)
+				}
+			},
+		},
+		{
+			name: "directory entry bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				flipRecord(t, tx, bucketDirents, direntKey(w.dir.Ino, "inner"), 3)
+			},
+			wantProblem: "/dir/inner: the directory entry is damaged",
+			wantRepair:  "moved unreachable inode",
+		},
+		{
+			name: "chunk list record bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				flipRecord(t, tx, bucketChunks, chunkKey(w.file.Ino, 1), 5)
+			},
+			wantProblem: "/file: bytes 4096 to 8192: the chunk list record is damaged",
+			wantRepair:  "were lost (a damaged chunk list record)",
+			after: func(t *testing.T, h *harness, w *world) {
+				if _, err := h.f.Lookup(user, RootIno, "file"); !errors.Is(err, syscall.ENOENT) {
+					t.Errorf("the damaged file is still at /file: %v", err)
+				}
+			},
+		},
+		{
+			name: "chunk index record bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				flipRecord(t, tx, []byte("chunkidx"), w.chunkIDs[1][:], 10)
+			},
+			wantProblem: "workspace record damaged: bucket chunkidx",
+			wantRepair:  "indexed 1 chunk bodies again",
+			after: func(t *testing.T, h *harness, w *world) {
+				// Nothing lost: the body proved what it was.
+				if got := h.readAll(w.file.Ino); !bytes.Equal(got, w.fileData) {
+					t.Errorf("file after reindexing differs at %d", firstDiff(got, w.fileData))
+				}
+			},
+		},
+		{
+			name: "extended attribute bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				k := xattrKey(w.other.Ino, "user.test")
+				sealed.In(tx, bucketXattrs).Put(k, []byte("value"))
+				flipRecord(t, tx, bucketXattrs, k, 1)
+			},
+			wantProblem: `/other: extended attribute "user.test" is damaged`,
+		},
+		{
+			name: "next inode number bit flip",
+			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
+				flipRecord(t, tx, bucketMeta, keyNextIno, 7)
+			},
+			wantProblem: "next inode number: workspace record damaged",
+		},
+		{
 			name: "undecodable inode record",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketInodes).Put(inoKey(w.other.Ino), []byte{9, 9, 9})
+				sealed.In(tx, bucketInodes).Put(inoKey(w.other.Ino), []byte{9, 9, 9})
 			},
 			wantProblem: "malformed record",
 		},
 		{
 			name: "undecodable directory entry",
 			inject: func(t *testing.T, tx *bolt.Tx, w *world) {
-				tx.Bucket(bucketDirents).Put(direntKey(RootIno, "junk"), []byte{1, 2, 3})
+				sealed.In(tx, bucketDirents).Put(direntKey(RootIno, "junk"), []byte{1, 2, 3})
 			},
 			wantProblem: `entry "junk"`,
 		},
@@ -733,6 +816,9 @@ func TestCheckDetectsAndRepairs(t *testing.T) {
 			}
 			if len(rep.Repaired) == 0 {
 				t.Errorf("repair did nothing about %q", rep.Problems)
+			}
+			if tt.wantRepair != "" && !strings.Contains(strings.Join(rep.Repaired, "\n"), tt.wantRepair) {
+				t.Errorf("repairs %q, want one saying %q", rep.Repaired, tt.wantRepair)
 			}
 			rep, err = Check(st, false)
 			if err != nil {
@@ -838,12 +924,27 @@ func TestOpenErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketInodes).Delete(inoKey(RootIno)) })
+	st.DB().Update(func(tx *bolt.Tx) error { return sealed.In(tx, bucketInodes).Delete(inoKey(RootIno)) })
 	st.Close()
 	if f, err := Open(h.path, h.opts); err == nil {
 		f.Close()
 		t.Error("Open without a root inode succeeded")
 	} else if !errors.Is(err, chunkstore.ErrCorrupt) {
 		t.Errorf("Open without a root inode: %v", err)
+	}
+}
+
+// flipRecord flips one bit of the stored (sealed) value of key in
+// bucket, as damage on disk would.
+func flipRecord(t *testing.T, tx *bolt.Tx, bucket, key []byte, at int) {
+	t.Helper()
+	b := tx.Bucket(bucket)
+	v := bytes.Clone(b.Get(key))
+	if len(v) == 0 {
+		t.Fatalf("no record %x in %s", key, bucket)
+	}
+	v[at%len(v)] ^= 0x10
+	if err := b.Put(key, v); err != nil {
+		t.Fatal(err)
 	}
 }

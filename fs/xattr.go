@@ -25,11 +25,12 @@ func (f *FS) xattrLocked(n *node, name string) ([]byte, bool, error) {
 		return bytes.Clone(ch.val), ch.val != nil, nil
 	}
 	var val []byte
-	err := f.store.View(func(tx *chunkstore.Tx) error {
-		if v := tx.Bucket(bucketXattrs).Get(xattrKey(n.attr.Ino, name)); v != nil {
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketXattrs).Get(xattrKey(n.attr.Ino, name))
+		if v != nil {
 			val = bytes.Clone(v)
 		}
-		return nil
+		return err
 	})
 	return val, val != nil, err
 }
@@ -127,10 +128,13 @@ func (f *FS) ListXattr(ino Ino) ([]string, error) {
 	}
 	defer f.maybeForgetLocked(n)
 	var names []string
-	err = f.store.View(func(tx *chunkstore.Tx) error {
+	err = f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(ino)
-		c := tx.Bucket(bucketXattrs).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		c := tx.Sealed(bucketXattrs).Cursor()
+		for k, _, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _, err = c.Next() {
+			if err != nil {
+				return err
+			}
 			if _, ok := n.xattrs[string(k[8:])]; !ok {
 				names = append(names, string(k[8:]))
 			}
