@@ -302,14 +302,32 @@ type checker struct {
 	err   error // an I/O error or ctx's: stops the walk
 
 	tick int
-	bufs [][]byte // one page buffer per recursion depth
-	kids [][]kid  // one branch scratch per recursion depth
+	bufs [][]byte   // one page buffer per recursion depth
+	kids [][]kid    // one branch scratch per recursion depth
+	pre  []prefetch // one run of sibling pages per recursion depth
 }
 
 type kid struct {
 	key  []byte
 	pgid uint64
 }
+
+// A prefetch is a run of consecutive pages read at once: the children of
+// a branch page are often consecutive ids (bbolt allocates a transaction's
+// pages in order), and one pread of a run costs little more than one of a
+// page.
+type prefetch struct {
+	start uint64 // first page id
+	n     int    // pages in buf
+	buf   []byte
+}
+
+const maxRun = 16 // pages in a prefetch
+
+// firstRead is how much of a page not prefetched is read first: enough
+// for the header and a few elements. The rest of what the checks need is
+// read in one more pread, once the element headers say how much that is.
+const firstRead = 1024
 
 func (c *checker) problem(page uint64, b *bucketRef, harmless bool, format string, args ...any) {
 	if len(c.rep.Problems) >= c.max {
@@ -649,10 +667,16 @@ func (c *checker) openSpan(s *span, id uint64, bk *bucketRef, depth int, what st
 		c.problem(id, bk, false, "%s points at a page already reached (a cycle, or a page used twice)", what)
 		return false
 	}
-	b := c.buf(depth, c.ps)
+	var b []byte
 	off := int64(id) * int64(c.ps)
-	if !c.read(b, off) {
-		return false
+	if pf := c.prefetched(depth); pf != nil && id >= pf.start && id < pf.start+uint64(pf.n) {
+		i := int(id-pf.start) * c.ps
+		b = pf.buf[i : i+c.ps : i+c.ps]
+	} else {
+		b = c.buf(depth, min(c.ps, firstRead))
+		if !c.read(b, off) {
+			return false
+		}
 	}
 	if hid := u64(b); hid != id {
 		c.problem(id, bk, false, "%s: its page header says id %d (a misrouted pointer or a damaged header)", what, hid)
@@ -682,6 +706,42 @@ func (c *checker) openSpan(s *span, id uint64, bk *bucketRef, depth int, what st
 	}
 	*s = span{id: id, buf: b, size: int(ov+1) * c.ps, fileOff: off}
 	return true
+}
+
+func (c *checker) prefetched(depth int) *prefetch {
+	if depth < len(c.pre) && c.pre[depth].n > 0 {
+		return &c.pre[depth]
+	}
+	return nil
+}
+
+// prefetch reads, for the walk at depth, the run of kids from kids[0]
+// whose page ids are consecutive, if there are at least two.
+func (c *checker) prefetch(depth int, kids []kid) {
+	for len(c.pre) <= depth {
+		c.pre = append(c.pre, prefetch{})
+	}
+	pf := &c.pre[depth]
+	if pf.n > 0 && kids[0].pgid >= pf.start && kids[0].pgid < pf.start+uint64(pf.n) {
+		return
+	}
+	pf.n = 0
+	first := kids[0].pgid
+	n := 0
+	for n < len(kids) && n < maxRun && kids[n].pgid == first+uint64(n) &&
+		first+uint64(n) >= 2 && first+uint64(n) < c.npages && !c.used.has(first+uint64(n)) {
+		n++
+	}
+	if n < 2 {
+		return
+	}
+	if cap(pf.buf) < n*c.ps {
+		pf.buf = make([]byte, maxRun*c.ps)
+	}
+	pf.buf = pf.buf[:n*c.ps]
+	if c.read(pf.buf, int64(first)*int64(c.ps)) {
+		pf.start, pf.n = first, n
+	}
 }
 
 // extend makes s.buf hold at least the first n bytes of s (n ≤ s.size).
@@ -788,7 +848,7 @@ func (c *checker) walkPage(id, parent uint64, bk *bucketRef, level, depth int, l
 		c.problem(id, bk, false, "%d elements do not fit in the page's %d bytes", count, s.size)
 		return
 	}
-	if !c.extend(&s, depth, hdrEnd) {
+	if !c.extend(&s, depth, hdrEnd) || !c.extend(&s, depth, keysEnd(&s, flags, count, c.ps)) {
 		return
 	}
 	if flags == leafFlag {
@@ -829,11 +889,39 @@ func (c *checker) walkPage(id, parent uint64, bk *bucketRef, level, depth int, l
 		if i+1 < len(kids) {
 			khi = kids[i+1].key
 		}
+		c.prefetch(depth+1, kids[i:])
 		c.walkPage(k.pgid, id, bk, level+1, depth+1, k.key, khi)
 		if c.err != nil {
 			return
 		}
 	}
+}
+
+// keysEnd returns how much of the span s of a page, whose element headers
+// are in s.buf, the checks read: up to the end of its last key, and of the
+// header (or the inline page) of each bucket value. Not more: the values
+// of a leaf holding one big value are not read.
+func keysEnd(s *span, flags uint16, count, ps int) int {
+	end := uint64(pageHeaderSize + count*16)
+	for i := 0; i < count; i++ {
+		eo := pageHeaderSize + i*16
+		e := s.buf[eo : eo+16]
+		var k uint64
+		if flags == leafFlag {
+			k = uint64(eo) + uint64(u32(e[4:])) + uint64(u32(e[8:]))
+			if u32(e)&bucketLeafFlag != 0 {
+				v := uint64(u32(e[12:]))
+				if v > uint64(ps) {
+					v = bucketHeaderSize // too big to be inline
+				}
+				k += v
+			}
+		} else {
+			k = uint64(eo) + uint64(u32(e)) + uint64(u32(e[4:]))
+		}
+		end = max(end, k)
+	}
+	return int(min(end, uint64(s.size)))
 }
 
 // checkOverflow: bbolt allocates a tree page ceil(used/page size) pages
