@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -442,7 +443,7 @@ func TestCancel(t *testing.T) {
 	// Cancelled during the walk.
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	r := &cancelAfter{r: bytes.NewReader(b.data), n: 100, cancel: cancel}
+	r := &cancelAfter{r: bytes.NewReader(b.data), n: 20, cancel: cancel}
 	if _, err := check(ctx, r, int64(len(b.data)), Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
@@ -481,4 +482,38 @@ func (f *failAfter) ReadAt(p []byte, off int64) (int, error) {
 		return 0, errDisk
 	}
 	return f.r.ReadAt(p, off)
+}
+
+// TestMetaFallback: with meta 0 broken, bbolt finds the page size by
+// probing for meta 1 from 1 KiB up, else takes the OS's; Check must agree
+// with bbolt.Open on which files open.
+func TestMetaFallback(t *testing.T) {
+	for _, ps := range []int{512, 1024, 4096, 16384} {
+		t.Run(strconv.Itoa(ps), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "db")
+			buildDB(t, path, dbSpec{pageSize: ps, keys: 50, valSize: 20})
+			d := readFile(t, path)
+			d[pageHeaderSize] ^= 1 // meta 0's magic
+			writeFile(t, dir, "db", d)
+			r, err := Check(context.Background(), path, Options{})
+			db, boltErr := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			if boltErr == nil {
+				db.Close()
+			}
+			t.Logf("Check: %v; bbolt.Open: %v", err, boltErr)
+			if (err == nil) != (boltErr == nil) {
+				t.Fatalf("Check says %v, bbolt.Open %v", err, boltErr)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrInvalid) {
+					t.Errorf("error %v, want ErrInvalid", err)
+				}
+				return
+			}
+			if r.Meta != 1 || r.PageSize != ps || r.Err() != nil {
+				t.Errorf("meta %d, page size %d, %v; want meta 1, page size %d, no error", r.Meta, r.PageSize, r.Err(), ps)
+			}
+		})
+	}
 }
