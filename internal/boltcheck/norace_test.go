@@ -1,0 +1,5 @@
+//go:build !race
+
+package boltcheck
+
+const raceEnabled = false
