@@ -114,6 +114,10 @@ type Report struct {
 	Free      int // pages the freelist lists (without a freelist: pages not reached)
 	Problems  []Problem
 	Omitted   int // problems found beyond Options.MaxProblems, not in Problems
+	// MetaInvalid is the other meta page when it is invalid, else -1.
+	// bbolt then opens the file at the commit Meta records, which is
+	// the previous one if the invalid page held the newest.
+	MetaInvalid int
 
 	omittedHarmful int
 }
@@ -367,7 +371,7 @@ func (c *checker) read(p []byte, off int64) bool {
 }
 
 func check(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Report, error) {
-	c := &checker{ctx: ctx, r: r, size: size, rep: &Report{}, max: opts.MaxProblems, visit: opts.visit}
+	c := &checker{ctx: ctx, r: r, size: size, rep: &Report{MetaInvalid: -1}, max: opts.MaxProblems, visit: opts.visit}
 	if c.max <= 0 {
 		c.max = 100
 	}
@@ -526,7 +530,9 @@ func (c *checker) meta() (*meta, error) {
 	c.rep.Meta = use
 	c.rep.TxID = m.txid
 	c.rep.HighWater = m.pgid
+	c.rep.MetaInvalid = -1
 	if errs[other] != nil {
+		c.rep.MetaInvalid = other
 		c.problem(uint64(other), nil, true, "meta %d: %v; bbolt uses meta %d (txid %d)", other, errs[other], use, m.txid)
 	}
 	for i := range pages {

@@ -404,6 +404,9 @@ func TestDamage(t *testing.T) {
 			if tt.harmless && r.Meta != tt.meta {
 				t.Errorf("meta %d used, want %d", r.Meta, tt.meta)
 			}
+			if wantInvalid := strings.Contains(tt.name, "meta broken"); (r.MetaInvalid == 1-r.Meta) != wantInvalid || !wantInvalid && r.MetaInvalid != -1 {
+				t.Errorf("MetaInvalid %d with meta %d in use", r.MetaInvalid, r.Meta)
+			}
 		})
 	}
 }
