@@ -21,6 +21,7 @@ package chunkstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/boltcheck"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/klauspost/compress/s2"
 	"github.com/zeebo/blake3"
@@ -103,6 +105,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// MustExist refuses to create a new store (tools that inspect one).
 	MustExist bool
+	// AcceptRollback opens read-write a store whose newest commit record
+	// (bbolt meta page) may be the damaged one, at the previous commit
+	// (fsck --repair). Without it such a store opens read-only only.
+	AcceptRollback bool
 }
 
 // Store is an open workspace file.
@@ -111,7 +117,14 @@ type Store struct {
 	log       *slog.Logger
 	chunkSize int
 	path      string
+	// rolledBack says why the store opened at the commit before its
+	// newest record (Options.AcceptRollback, or read-only); "" if not.
+	rolledBack string
 }
+
+// RolledBack says, if the store opened at the commit before what may have
+// been its newest (see ErrRollback), why; "" otherwise.
+func (s *Store) RolledBack() string { return s.rolledBack }
 
 // Open opens or creates the workspace file at path. A file held by another
 // process is refused with ErrInUse; a file that is not a workspace, or is
@@ -157,6 +170,10 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err := checkExtent(path, opts.LockTimeout); err != nil {
 		return nil, err
 	}
+	rolledBack, err := verifyPages(path, opts)
+	if err != nil {
+		return nil, err
+	}
 	// The freelist is synced with every commit: without it, bbolt rebuilds
 	// it at open by walking every page, which took 13.7 s for a 22 GiB
 	// store of a million files (and panicked on a damaged page); with it,
@@ -179,12 +196,81 @@ func Open(path string, opts Options) (s *Store, err error) {
 	}
 	db.AllocSize = 64 << 20
 	db.MaxBatchDelay = 0
-	s = &Store{db: db, log: opts.Logger, path: path}
+	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack}
 	if err := s.init(opts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// ErrRollback refuses a read-write open of a store whose other commit
+// record is invalid: bbolt would open it at the commit the valid one
+// names, which is the previous commit if the invalid one held the
+// newest. That is what a power cut during a commit leaves (nothing
+// acknowledged is lost), and also what a flipped bit in the newest
+// record does (the last commit is lost): both look alike, so it is not
+// done silently.
+var ErrRollback = errors.New("the workspace's newest commit record may be damaged")
+
+// verifyPages checks the file's B-tree structure by reading it, before
+// bbolt maps it (package boltcheck): bbolt follows page ids without
+// bounds checks and recurses without a cycle guard, so a damaged page
+// would be a fault or a fatal stack overflow inside it. The file is
+// locked as bbolt locks it while the check runs, so that a live writer's
+// pages are never mistaken for damage.
+func verifyPages(path string, opts Options) (rolledBack string, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close() // and the lock with it
+	if st, err := f.Stat(); err != nil || st.Size() == 0 {
+		return "", nil // a new store
+	}
+	how := syscall.LOCK_EX
+	if opts.ReadOnly {
+		how = syscall.LOCK_SH
+	}
+	for deadline := time.Now().Add(opts.LockTimeout); ; {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return "", fmt.Errorf("open %s: lock: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("open %s: %w (another computerfs holds it; unmount it first)", path, ErrInUse)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rep, err := boltcheck.Check(context.Background(), path, boltcheck.Options{})
+	if err != nil {
+		if errors.Is(err, boltcheck.ErrInvalid) {
+			return "", fmt.Errorf("open %s: %w: %w", path, ErrNotWorkspace, err)
+		}
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := rep.Err(); err != nil {
+		opts.Logger.Error("workspace file damaged", "store", path, "err", err)
+		return "", fmt.Errorf("open %s: %w: %w", path, ErrDamaged, err)
+	}
+	for _, p := range rep.Problems {
+		opts.Logger.Warn("workspace file", "store", path, "problem", p.String())
+	}
+	if rep.MetaInvalid < 0 {
+		return "", nil
+	}
+	why := fmt.Sprintf("meta page %d is invalid, so the workspace opens at commit %d, "+
+		"without the commit after it if that page held it (a power cut during a commit leaves the same, and then nothing acknowledged is lost)", rep.MetaInvalid, rep.TxID)
+	if !opts.ReadOnly && !opts.AcceptRollback {
+		return "", fmt.Errorf("open %s: %w: %s; fsck it, and `computerfs fsck --repair` accepts the rollback", path, ErrRollback, why)
+	}
+	return why, nil
 }
 
 // precheck rejects files bbolt would misread: too short to hold its two

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -36,7 +37,15 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(e, ws)
+	// A store whose newest commit record may be damaged opens at the
+	// previous commit: --repair accepts that, a plain fsck reports it
+	// and checks the store read-only as bbolt would open it.
+	st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, AcceptRollback: repair})
+	var rollback error
+	if errors.Is(err, chunkstore.ErrRollback) {
+		rollback = err
+		st, err = chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
+	}
 	if err != nil {
 		return err
 	}
@@ -44,6 +53,14 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 	rep, err := fs.Check(st, repair)
 	if err != nil {
 		return fmt.Errorf("check %s: %w", ws, err)
+	}
+	switch why := st.RolledBack(); {
+	case rollback != nil:
+		rep.Problems = append([]string{rollback.Error()}, rep.Problems...)
+	case why != "" && repair:
+		rep.Problems = append([]string{why}, rep.Problems...)
+		// The repair's commit rewrote the invalid meta page.
+		rep.Repaired = append(rep.Repaired, "accepted the rollback: the workspace is at the commit its valid meta page names")
 	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
