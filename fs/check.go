@@ -299,6 +299,7 @@ func (c *checker) run() error {
 	// missing chunk, cannot be trusted where it is: on repair it goes to
 	// /lost+found, never left in place reading zeros.
 	counted := make(map[chunkstore.ID]uint64)
+	sums := make(map[Ino]*listSum) // of the good records, by file
 	var badChunks [][]byte
 	quarantine := make(map[Ino]string)
 	c.tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
@@ -340,14 +341,57 @@ func (c *checker) run() error {
 			return nil
 		}
 		counted[id]++
+		if sums[ino] == nil {
+			sums[ino] = &listSum{}
+		}
+		sums[ino].add(uint64(idx), v, +1)
 		return nil
 	})
+	// Summaries against the lists: a record lost or changed (its key
+	// damaged, its page misrouted) shows only here.
+	c.tx.Sealed(bucketSums).Walk(func(k, v []byte, damage error) error {
+		if len(k) != 8 {
+			c.problem("chunk list summary key %x is malformed", k)
+			return nil
+		}
+		ino := keyIno(k)
+		var want listSum
+		err := damage
+		if err == nil {
+			want, err = decodeListSum(v)
+		}
+		got := listSum{}
+		if s := sums[ino]; s != nil {
+			got = *s
+		}
+		delete(sums, ino)
+		if _, ok := quarantine[ino]; ok || c.inodes[ino] == nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			c.problem("%s: its chunk list summary is damaged (%v)", c.path(ino), err)
+		case got != want:
+			c.problem("%s: its chunk list has %d records, its summary %d: a record was lost or changed", c.path(ino), got.Count, want.Count)
+			quarantine[ino] = "its chunk list disagreed with its summary (a record was lost or changed): ranges may read as zeros"
+		}
+		return nil
+	})
+	for ino := range sums {
+		if _, ok := quarantine[ino]; !ok && c.inodes[ino] != nil {
+			c.problem("%s: its chunk list has no summary", c.path(ino))
+			quarantine[ino] = "its chunk list had no summary (a record of it was lost): ranges may read as zeros"
+		}
+	}
 	if c.repair {
 		for _, k := range badChunks {
 			if err := c.tx.Sealed(bucketChunks).Delete(k); err != nil {
 				return err
 			}
 			c.fixed("dropped chunk list record %s", describeKey(string(bucketChunks), k))
+		}
+		if err := c.rebuildSums(); err != nil {
+			return err
 		}
 		for _, ino := range c.rebuilt {
 			if _, ok := quarantine[ino]; !ok {
@@ -523,6 +567,57 @@ func (c *checker) run() error {
 		}
 	}
 	c.rep.Chunks = st
+	return nil
+}
+
+// rebuildSums writes every chunk list summary anew from the lists as
+// repaired (the files whose lists could not be trusted are in
+// /lost+found by then, or about to be).
+func (c *checker) rebuildSums() error {
+	b := c.tx.Sealed(bucketSums)
+	var keys [][]byte
+	b.Walk(func(k, _ []byte, _ error) error {
+		keys = append(keys, bytes.Clone(k))
+		return nil
+	})
+	changed := false
+	old := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		old[string(k)] = true
+	}
+	fresh := make(map[Ino]*listSum)
+	if err := c.tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
+		if damage == nil && len(k) == 16 && len(v) == chunkstore.IDSize {
+			ino := keyIno(k)
+			if fresh[ino] == nil {
+				fresh[ino] = &listSum{}
+			}
+			fresh[ino].add(binary.BigEndian.Uint64(k[8:]), v, +1)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for ino, s := range fresh {
+		k := inoKey(ino)
+		delete(old, string(k))
+		if cur, err := storedListSum(b, ino); err == nil && cur == *s {
+			continue
+		}
+		if err := b.Put(k, s.encode()); err != nil {
+			return err
+		}
+		changed = true
+	}
+	for k := range old {
+		if err := b.Delete([]byte(k)); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed {
+		c.fixed("rewrote the chunk list summaries from the lists")
+	}
 	return nil
 }
 

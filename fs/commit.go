@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -23,6 +24,9 @@ type snapshot struct {
 	journal []Change
 	// journalFirst is set by apply: the oldest journal record kept.
 	journalFirst uint64
+	// stored is set by apply: the change of each file's count of stored
+	// chunks, for its node once the commit is done.
+	stored map[Ino]int64
 }
 
 type inodeSnap struct {
@@ -166,6 +170,19 @@ func (f *FS) commitOnce() {
 // removal in the same snapshot survives.
 func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	var unref []chunkstore.ID
+	// sums are the changes to chunk list summaries (fsums), written
+	// last: a record's old value counts out, its new one in. A damaged
+	// old record cannot be counted out, so its file's summary stops
+	// matching, as it must: the file is damaged.
+	sums := make(map[Ino]*listSum)
+	sum := func(ino Ino) *listSum {
+		s := sums[ino]
+		if s == nil {
+			s = &listSum{}
+			sums[ino] = s
+		}
+		return s
+	}
 	inodes := tx.Sealed(bucketInodes)
 	orphans := tx.Sealed(bucketOrphans)
 	for _, in := range snap.inodes {
@@ -221,6 +238,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 				f.reportDamage(err)
 			} else if len(v) == chunkstore.IDSize {
 				unref = append(unref, chunkstore.ID(v))
+				sum(t.ino).add(binary.BigEndian.Uint64(k[8:]), v, -1)
 			}
 			if err := c.Delete(); err != nil {
 				return err
@@ -233,6 +251,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			f.reportDamage(err) // as above
 		} else if len(v) == chunkstore.IDSize {
 			unref = append(unref, chunkstore.ID(v))
+			sum(s.ino).add(s.idx, v, -1)
 		}
 		switch {
 		case s.hole:
@@ -252,11 +271,35 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		if err := chunks.Put(k, s.prep.ID[:]); err != nil {
 			return err
 		}
+		sum(s.ino).add(s.idx, s.prep.ID[:], +1)
 	}
 	for _, ino := range snap.dead {
 		if err := f.deleteInode(tx, ino, &unref); err != nil {
 			return err
 		}
+		delete(sums, ino)
+	}
+	snap.stored = make(map[Ino]int64, len(sums))
+	fsums := tx.Sealed(bucketSums)
+	for ino, d := range sums {
+		k := inoKey(ino)
+		cur, err := storedListSum(fsums, ino)
+		if err != nil {
+			// Left as it is: it no longer matches, which is the truth.
+			f.reportDamage(err)
+			continue
+		}
+		cur.Count += d.Count // wraps for removals: d counts them as -1s
+		cur.Mix ^= d.Mix
+		if cur == (listSum{}) {
+			err = fsums.Delete(k)
+		} else {
+			err = fsums.Put(k, cur.encode())
+		}
+		if err != nil {
+			return err
+		}
+		snap.stored[ino] = int64(d.Count)
 	}
 	first, err := applyJournal(tx, snap.journal, f.jn.keep)
 	if err != nil {
@@ -297,6 +340,11 @@ func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 		f.jn.mem = append([]Change(nil), f.jn.mem[n:]...)
 	}
 	f.jn.first = snap.journalFirst
+	for ino, d := range snap.stored {
+		if n := f.nodes[ino]; n != nil {
+			n.stored = uint64(int64(n.stored) + d)
+		}
+	}
 	touched := make(map[Ino]*node)
 	for _, in := range snap.inodes {
 		if n := f.nodes[in.attr.Ino]; n != nil {

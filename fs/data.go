@@ -294,6 +294,9 @@ func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error)
 	if idx >= min(n.trunc, n.truncCommitting) {
 		return chunkstore.ID{}, false, nil
 	}
+	if n.damaged != nil {
+		return chunkstore.ID{}, false, n.damaged
+	}
 	var id chunkstore.ID
 	var ok bool
 	err := f.view(func(tx *chunkstore.Tx) error {

@@ -220,10 +220,15 @@ func (f *FS) chunkHasDataLocked(n *node, idx uint64) (bool, error) {
 const (
 	FallocKeepSize  = 0x1
 	FallocPunchHole = 0x2
+	FallocZeroRange = 0x10
 )
 
-// Fallocate reserves (mode 0 or KEEP_SIZE) or punches a hole. Space is not
-// reserved ahead (chunks are allocated on write), but the limit is checked.
+// Fallocate reserves (mode 0 or KEEP_SIZE), punches a hole (PUNCH_HOLE |
+// KEEP_SIZE) or zeroes a range (ZERO_RANGE, with or without KEEP_SIZE:
+// without, a range past the end grows the file). Zeroes are holes here,
+// so punching and zeroing are the same work. Space is not reserved ahead
+// (chunks are allocated on write: st_blocks does not grow), but the limit
+// is checked.
 func (f *FS) Fallocate(ctx context.Context, ino Ino, off, length int64, mode uint32) error {
 	if off < 0 || length <= 0 {
 		return syscall.EINVAL
@@ -247,6 +252,14 @@ func (f *FS) Fallocate(ctx context.Context, ino Ino, off, length int64, mode uin
 		if mode == 0 && end > n.attr.Size {
 			n.attr.Size = end
 			f.touchLocked(n, true)
+		}
+		return nil
+	case FallocZeroRange, FallocZeroRange | FallocKeepSize:
+		if err := f.Fallocate(ctx, ino, off, length, FallocPunchHole|FallocKeepSize); err != nil {
+			return err
+		}
+		if mode&FallocKeepSize == 0 {
+			return f.Fallocate(ctx, ino, off, length, 0) // grows the size, if the range passes it
 		}
 		return nil
 	case FallocPunchHole | FallocKeepSize:

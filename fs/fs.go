@@ -60,12 +60,15 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
+	bolt "go.etcd.io/bbolt"
 )
 
 // DefaultLimit is the workspace size limit of new stores.
@@ -202,9 +205,34 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 // an existing one, and deletes inodes left orphaned by a crash.
 func (f *FS) load(opts Options) error {
 	return f.update(func(tx *chunkstore.Tx) error {
-		for _, name := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
+		inited, err := tx.Sealed(bucketMeta).Get(keyNextIno)
+		if err != nil {
+			return err
+		}
+		if inited != nil {
+			// An existing store: its buckets are all there, and only
+			// ours. A bucket missing, or one of another name, is a
+			// damaged root page (a flipped byte of a name), and
+			// making it anew would show an empty directory tree as if
+			// nothing were wrong.
+			if err := checkBuckets(tx); err != nil {
+				return err
+			}
+		}
+		buildSums := tx.Bucket(bucketSums) == nil
+		for _, name := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketSums} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
+			}
+		}
+		if buildSums {
+			// A store from before the summaries (format 2, upgraded).
+			n, err := buildListSums(tx)
+			if err != nil {
+				return fmt.Errorf("build the chunk list summaries: %w", err)
+			}
+			if n > 0 {
+				f.log.Info("built chunk list summaries", "files", n)
 			}
 		}
 		if err := f.loadJournal(tx); err != nil {
@@ -315,6 +343,9 @@ func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) err
 		return err
 	}
 	if err := tx.Sealed(bucketOrphans).Delete(prefix); err != nil {
+		return err
+	}
+	if err := tx.Sealed(bucketSums).Delete(prefix); err != nil {
 		return err
 	}
 	return tx.Sealed(bucketInodes).Delete(prefix)
@@ -472,4 +503,84 @@ func describeKey(bucket string, k []byte) string {
 		}
 	}
 	return sealed.KeyString(k)
+}
+
+// storedListSum is ino's chunk list summary as stored (zero if none).
+func storedListSum(fsums sealed.Bucket, ino Ino) (listSum, error) {
+	v, err := fsums.Get(inoKey(ino))
+	if err != nil || v == nil {
+		return listSum{}, err
+	}
+	return decodeListSum(v)
+}
+
+// scanListSum is the summary of ino's chunk list as it is in the store.
+// A damaged record is an error: its file cannot be read whole.
+func scanListSum(tx *chunkstore.Tx, ino Ino) (listSum, error) {
+	var s listSum
+	prefix := inoKey(ino)
+	c := tx.Sealed(bucketChunks).Cursor()
+	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Next() {
+		if err != nil {
+			return s, err
+		}
+		if len(k) == 16 {
+			s.add(binary.BigEndian.Uint64(k[8:]), v, +1)
+		}
+	}
+	return s, nil
+}
+
+// buildListSums writes the summary of every chunk list, from the lists;
+// it returns how many files have one.
+func buildListSums(tx *chunkstore.Tx) (int, error) {
+	sums := make(map[Ino]*listSum)
+	err := tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
+		if damage != nil || len(k) != 16 {
+			return nil // fsck's to report; the file's summary then differs
+		}
+		ino := keyIno(k)
+		if sums[ino] == nil {
+			sums[ino] = &listSum{}
+		}
+		sums[ino].add(binary.BigEndian.Uint64(k[8:]), v, +1)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	b := tx.Sealed(bucketSums)
+	for ino, s := range sums {
+		if err := b.Put(inoKey(ino), s.encode()); err != nil {
+			return 0, err
+		}
+	}
+	return len(sums), nil
+}
+
+// checkBuckets fails unless the store has every bucket of an initialised
+// workspace and none other. The journal and the summaries may be missing
+// (stores older than them; both are rebuilt or restarted).
+func checkBuckets(tx *chunkstore.Tx) error {
+	want := map[string]bool{"meta": true, "chunks": true, "chunkidx": true}
+	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
+		want[string(b)] = true
+	}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true}
+	var bad []string
+	tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		if !want[string(name)] && !optional[string(name)] {
+			bad = append(bad, fmt.Sprintf("unknown bucket %s", sealed.KeyString(name)))
+		}
+		delete(want, string(name))
+		return nil
+	})
+	for name := range want {
+		bad = append(bad, "bucket "+name+" missing")
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("%w: %s (the file's root page is damaged): run computerfs fsck", chunkstore.ErrCorrupt, strings.Join(bad, ", "))
+	}
+	return nil
 }

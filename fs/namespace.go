@@ -115,7 +115,7 @@ func (f *FS) refLocked(c Caller, n *node) Attr {
 	} else {
 		defer f.maybeForgetLocked(n)
 	}
-	return n.attr
+	return f.attrOfLocked(n)
 }
 
 // NewNode describes an inode to create.
@@ -307,7 +307,7 @@ func (f *FS) OpenVersion(ino Ino) (Attr, uint64, error) {
 		return Attr{}, 0, err
 	}
 	n.opens++
-	return n.attr, n.version, nil
+	return f.attrOfLocked(n), n.version, nil
 }
 
 func (f *FS) replace(c Caller, ino, parent Ino, name string, noReplace bool, want *expectation) (Attr, error) {
@@ -750,7 +750,7 @@ func (f *FS) Open(ino Ino) (Attr, error) {
 		return Attr{}, err
 	}
 	n.opens++
-	return n.attr, nil
+	return f.attrOfLocked(n), nil
 }
 
 // Release drops an open reference. The last one hands the file's dirty

@@ -1,9 +1,11 @@
 package fs
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
 )
 
 // node is an inode in memory: its attributes and the overlays of its
@@ -51,6 +53,13 @@ type node struct {
 	orphan bool
 	// tmpfile: made by O_TMPFILE and not linked yet, so Link may name it.
 	tmpfile bool
+	// stored is how many chunks of a regular file the store holds, as
+	// of the last commit (its chunk list's records).
+	stored uint64
+	// damaged is why the file's committed data cannot be trusted (its
+	// chunk list disagrees with its summary, or holds a damaged record):
+	// every read of a committed chunk fails with it (EIO).
+	damaged error
 
 	// jflags are coalesced changes not yet in the journal; jparent and
 	// jname the last name the node was known by, for journal paths.
@@ -97,13 +106,65 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		}
 		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
 		n.orphan = a.Nlink == 0 && !a.IsDir()
+		if a.IsRegular() {
+			n.stored, n.damaged = verifyListSum(tx, ino)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if n.damaged != nil {
+		f.reportDamage(n.damaged)
+	}
 	f.nodes[ino] = n
 	return n, nil
+}
+
+// attrOfLocked is n's attributes as the FS hands them out: Blocks
+// filled in.
+func (f *FS) attrOfLocked(n *node) Attr {
+	a := n.attr
+	a.Blocks = f.blocksLocked(n)
+	return a
+}
+
+// blocksLocked is st_blocks (512-byte units) of n: for a regular file,
+// its stored chunks, a hole counting nothing, each chunk counted whole
+// but the total never above the size rounded up to 4 KiB (the last chunk
+// is short). Chunks written since the last commit count as if each filled
+// a hole, until that commit: the count is then exact. Other types: their
+// size.
+func (f *FS) blocksLocked(n *node) uint64 {
+	if !n.attr.IsRegular() {
+		return (n.attr.Size + 511) / 512
+	}
+	chunks := n.stored
+	for _, s := range n.slots {
+		if !s.hole {
+			chunks++
+		}
+	}
+	bytes := min(chunks*uint64(f.chunkSize), (n.attr.Size+4095)&^4095)
+	return bytes / 512
+}
+
+// verifyListSum checks ino's chunk list against its summary and returns
+// its number of records, and what is wrong if they disagree.
+func verifyListSum(tx *chunkstore.Tx, ino Ino) (uint64, error) {
+	got, err := scanListSum(tx, ino)
+	if err != nil {
+		return got.Count, err
+	}
+	want, err := storedListSum(tx.Sealed(bucketSums), ino)
+	if err != nil {
+		return got.Count, err
+	}
+	if got != want {
+		return got.Count, &sealed.DamageError{Bucket: string(bucketSums), Key: inoKey(ino),
+			Why: fmt.Sprintf("the file's chunk list has %d records (mix %016x), its summary says %d (mix %016x): a record was lost or changed", got.Count, got.Mix, want.Count, want.Mix)}
+	}
+	return got.Count, nil
 }
 
 // markDirtyLocked records an attribute change of n.
@@ -197,7 +258,7 @@ func (f *FS) GetAttr(ino Ino) (Attr, error) {
 	if err != nil {
 		return Attr{}, err
 	}
-	a := n.attr
+	a := f.attrOfLocked(n)
 	f.maybeForgetLocked(n)
 	return a, nil
 }
@@ -287,5 +348,5 @@ func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
 		f.flagLocked(n, jAttr)
 	}
 	f.markDirtyLocked(n)
-	return n.attr, nil
+	return f.attrOfLocked(n), nil
 }

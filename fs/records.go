@@ -15,6 +15,7 @@ var (
 	bucketXattrs  = []byte("xattrs")
 	bucketOrphans = []byte("orphans")
 	bucketMeta    = []byte("meta")
+	bucketSums    = []byte("fsums")
 )
 
 // Keys of the fs layer in the shared meta bucket.
@@ -43,6 +44,10 @@ type Attr struct {
 	Ctime  int64
 	Btime  int64
 	Parent Ino // directories only: the one directory that names it
+	// Blocks is st_blocks, in 512-byte units: what the file's stored
+	// chunks take (holes take nothing). Filled in by the FS when it hands
+	// out attributes; not part of the record.
+	Blocks uint64
 }
 
 // IsDir and friends test the type bits.
@@ -146,4 +151,53 @@ func u64(b []byte) (uint64, bool) {
 		return 0, false
 	}
 	return binary.BigEndian.Uint64(b), true
+}
+
+// listSum summarises a file's chunk list (the fsums bucket): how many
+// records it has and the XOR of a mix of each record's index and chunk
+// ID. A record that vanished (its key damaged, its page misrouted) or
+// changed reads as a hole or as another chunk without any seal failing;
+// the summary, kept in the same commits as the list, tells. XOR makes
+// each change O(1): adding and removing a record are the same step.
+type listSum struct {
+	Count uint64
+	Mix   uint64
+}
+
+const listSumSize = 16
+
+// add counts record (idx, id) in or out of the sum.
+func (s *listSum) add(idx uint64, id []byte, sign int) {
+	s.Mix ^= mixChunk(idx, id)
+	if sign > 0 {
+		s.Count++
+	} else {
+		s.Count--
+	}
+}
+
+// mixChunk spreads an index over 64 bits (splitmix64's finaliser) and
+// XORs it with the ID's first 8 bytes: records that differ in either
+// contribute different words.
+func mixChunk(idx uint64, id []byte) uint64 {
+	z := idx + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	if len(id) >= 8 {
+		z ^= binary.BigEndian.Uint64(id)
+	}
+	return z
+}
+
+func (s listSum) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, listSumSize), s.Count)
+	return binary.BigEndian.AppendUint64(b, s.Mix)
+}
+
+func decodeListSum(b []byte) (listSum, error) {
+	if len(b) != listSumSize {
+		return listSum{}, fmt.Errorf("chunk list summary: %w: %d bytes", errBadRecord, len(b))
+	}
+	return listSum{Count: binary.BigEndian.Uint64(b), Mix: binary.BigEndian.Uint64(b[8:])}, nil
 }

@@ -81,23 +81,25 @@ func (fm *fileModel) apply(op modelOp, seed uint64) {
 		}
 		grow(op.n)
 		fm.want = fm.want[:op.n]
-	case "punch", "falloc":
+	case "punch", "falloc", "zero", "zero-keep":
 		f, err := os.OpenFile(fm.path, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		mode := uint32(0)
-		if op.kind == "punch" {
-			mode = unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE
-		}
+		mode := map[string]uint32{
+			"punch":     unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE,
+			"zero":      unix.FALLOC_FL_ZERO_RANGE,
+			"zero-keep": unix.FALLOC_FL_ZERO_RANGE | unix.FALLOC_FL_KEEP_SIZE,
+		}[op.kind]
 		if err := unix.Fallocate(int(f.Fd()), mode, op.off, op.n); err != nil {
 			t.Fatalf("fallocate %#x %d@%d: %v", mode, op.n, op.off, err)
 		}
 		end := min(op.off+op.n, int64(len(fm.want)))
-		if op.kind == "punch" && op.off < end {
+		if op.kind != "falloc" && op.off < end {
 			clear(fm.want[op.off:end])
-		} else {
+		}
+		if op.kind == "falloc" || op.kind == "zero" {
 			grow(op.off + op.n)
 		}
 	default:
@@ -143,6 +145,9 @@ func TestTruncate(t *testing.T) {
 		{"punch a hole", []modelOp{w(0, 3*chunk), {kind: "punch", off: 1000, n: 2*chunk + 5}}},
 		{"punch past the end keeps the size", []modelOp{w(0, chunk+3), {kind: "punch", off: chunk, n: 4 * chunk}}},
 		{"fallocate grows", []modelOp{w(0, 100), {kind: "falloc", off: 0, n: 2*chunk + 3}}},
+		{"zero a range", []modelOp{w(0, 3*chunk), {kind: "zero", off: 1000, n: chunk + 5}}},
+		{"zero a range past the end grows", []modelOp{w(0, chunk+3), {kind: "zero", off: chunk, n: 2 * chunk}}},
+		{"zero a range past the end, keep size", []modelOp{w(0, chunk+3), {kind: "zero-keep", off: 10, n: 4 * chunk}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -851,5 +856,56 @@ func TestCopyFileRangeDuringCommit(t *testing.T) {
 		if !bytes.Equal(got, data) {
 			t.Fatalf("copy %d: %s", i, diffBytes(got, data))
 		}
+	}
+}
+
+// TestBlocksCountStoredChunks: st_blocks counts only what is stored, so
+// du, cp --sparse=auto, tar --sparse and rsync -S see a sparse file as
+// sparse; before and after the commit, and after a remount.
+func TestBlocksCountStoredChunks(t *testing.T) {
+	m := testmount.New(t, testmount.Options{})
+	blocks := func(name string) int64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(m.Dir, name), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks
+	}
+	tests := []struct {
+		name     string
+		make     func(path string)
+		min, max int64 // st_blocks bounds
+	}{
+		{"a 1 GiB hole", func(p string) { writeFile(t, p, nil); unix.Truncate(p, 1<<30) }, 0, 0},
+		{"10 bytes", func(p string) { writeFile(t, p, []byte("0123456789")) }, 8, 8},
+		{"two chunks and a tail", func(p string) { writeFile(t, p, randomBytes(3, 2*chunk+100)) }, (2*chunk + 100) / 512, (2*chunk + 4096) / 512},
+		{"data after a 64 MiB hole", func(p string) {
+			writeFile(t, p, nil)
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte("tail"), 64<<20)
+			f.Close()
+		}, 8, chunk / 512},
+	}
+	for _, tt := range tests {
+		tt.make(filepath.Join(m.Dir, tt.name))
+		if b := blocks(tt.name); b < tt.min || b > tt.max {
+			t.Errorf("%s: %d blocks before the commit, want %d..%d", tt.name, b, tt.min, tt.max)
+		}
+	}
+	m.Close(t)
+	m = testmount.New(t, testmount.Options{Store: m.Workspace})
+	for _, tt := range tests {
+		if b := blocks(tt.name); b < tt.min || b > tt.max {
+			t.Errorf("%s: %d blocks after a remount, want %d..%d", tt.name, b, tt.min, tt.max)
+		}
+	}
+	// du agrees.
+	out, err := exec.Command("du", "-s", "--block-size=1", filepath.Join(m.Dir, "a 1 GiB hole")).Output()
+	if err != nil || !strings.HasPrefix(string(out), "0\t") {
+		t.Errorf("du of a 1 GiB hole: %q %v", out, err)
 	}
 }

@@ -346,7 +346,7 @@ func caller(h *fuse.InHeader) fs.Caller {
 func (r *rawFS) fillAttr(a *fs.Attr, out *fuse.Attr) {
 	out.Ino = uint64(a.Ino)
 	out.Size = a.Size
-	out.Blocks = (a.Size + 511) / 512
+	out.Blocks = a.Blocks
 	out.Blksize = 1 << 20
 	out.Mode = a.Mode
 	out.Nlink = a.Nlink
