@@ -3,6 +3,8 @@ package chunkstore
 import (
 	"bytes"
 	"fmt"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ChunkInfo describes one stored chunk, for fsck and gc.
@@ -37,48 +39,14 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 	reachable := make(map[uint64]bool)
 	var buf []byte
 	err := t.index().Walk(func(k, v []byte, damage error) error {
-		var id ID
-		if len(k) != IDSize {
-			problems = append(problems, Problem{Detail: fmt.Sprintf("index key of %d bytes", len(k))})
-			return nil
+		ci, seq, p := t.verifyEntry(bodies, k, v, damage, &buf)
+		if seq != 0 {
+			reachable[seq] = true
 		}
-		copy(id[:], k)
-		if damage != nil {
-			problems = append(problems, Problem{ID: id, Detail: damage.Error()})
-			return nil
-		}
-		e, err := decodeIndexEntry(v)
-		if err != nil {
-			problems = append(problems, Problem{ID: id, Detail: err.Error()})
-			return nil
-		}
-		reachable[e.Seq] = true
-		raw := BodyValue(bodies, seqKey(e.Seq))
-		if raw == nil {
-			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "body missing"})
-			return nil
-		}
-		h, err := decodeBodyHeader(raw)
-		if err != nil {
-			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: err.Error()})
-			return nil
-		}
-		if h.ID != id {
-			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "body header names chunk " + h.ID.Short()})
-			return nil
-		}
-		out, err := decodeBody(raw, buf)
-		if err != nil {
-			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: err.Error()})
-			return nil
-		}
-		buf = out
-		if Sum(out) != id {
-			problems = append(problems, Problem{ID: id, Seq: e.Seq, Detail: "hash mismatch"})
-			return nil
-		}
-		if visit != nil {
-			visit(ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored})
+		if p != nil {
+			problems = append(problems, *p)
+		} else if visit != nil {
+			visit(ci)
 		}
 		return nil
 	})
@@ -100,6 +68,75 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 		return nil
 	})
 	return problems, err
+}
+
+// verifyEntry verifies one index record and its body. seq is the body
+// key it names (0 if unknown); p, if not nil, is what is wrong.
+func (t *Tx) verifyEntry(bodies *bolt.Bucket, k, v []byte, damage error, buf *[]byte) (ci ChunkInfo, seq uint64, p *Problem) {
+	var id ID
+	if len(k) != IDSize {
+		return ci, 0, &Problem{Detail: fmt.Sprintf("index key of %d bytes", len(k))}
+	}
+	copy(id[:], k)
+	if damage != nil {
+		return ci, 0, &Problem{ID: id, Detail: damage.Error()}
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return ci, 0, &Problem{ID: id, Detail: err.Error()}
+	}
+	raw := BodyValue(bodies, seqKey(e.Seq))
+	if raw == nil {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: "body missing"}
+	}
+	h, err := decodeBodyHeader(raw)
+	if err != nil {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: err.Error()}
+	}
+	if h.ID != id {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: "body header names chunk " + h.ID.Short()}
+	}
+	out, err := decodeBody(raw, *buf)
+	if err != nil {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: err.Error()}
+	}
+	*buf = out
+	if Sum(out) != id {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: "hash mismatch"}
+	}
+	return ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored}, e.Seq, nil
+}
+
+// VerifyRange verifies up to n chunks whose IDs come after after (all
+// from the first if after is nil), as Check does each: for a scrub that
+// goes through the index a transaction at a time. It returns the last ID
+// it looked at (nil when the index is done), the chunks it verified and
+// what it found wrong.
+func (t *Tx) VerifyRange(after []byte, n int) (last []byte, ok []ChunkInfo, problems []Problem, err error) {
+	bodies := t.Bucket(bucketBodies)
+	c := t.index().Cursor()
+	k, v, damage := c.First()
+	if after != nil {
+		k, v, damage = c.Seek(after)
+		if bytes.Equal(k, after) {
+			k, v, damage = c.Next()
+		}
+	}
+	var buf []byte
+	for i := 0; k != nil && i < n; i++ {
+		ci, _, p := t.verifyEntry(bodies, k, v, damage, &buf)
+		if p != nil {
+			problems = append(problems, *p)
+		} else {
+			ok = append(ok, ci)
+		}
+		last = bytes.Clone(k)
+		k, v, damage = c.Next()
+	}
+	if k == nil {
+		return nil, ok, problems, nil // the index is done
+	}
+	return last, ok, problems, nil
 }
 
 func bytesToSeq(k []byte) uint64 {

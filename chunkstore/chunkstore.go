@@ -378,9 +378,11 @@ var migrations = map[uint32]func(tx *bolt.Tx) error{
 	2: migrateSealRecords,
 }
 
-// unsealed lists what format 3 leaves bare: the chunk bodies (each
-// verified against its ID) and the two meta records an older binary must
-// read to refuse the store.
+// Unsealed says whether format 3 leaves key of bucket bare: the chunk
+// bodies (each verified against its ID) and the two meta records an older
+// binary must read to refuse the store.
+func Unsealed(bucket, key []byte) bool { return unsealed(bucket, key) }
+
 func unsealed(bucket, key []byte) bool {
 	if bytes.Equal(bucket, bucketBodies) {
 		return true

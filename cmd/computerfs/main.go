@@ -37,6 +37,7 @@ func allCommands() []command {
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
 		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
+		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
 		{"limit", "WORKSPACE [SIZE]", "show or change the workspace size limit", cmdLimit},

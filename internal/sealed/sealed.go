@@ -20,6 +20,7 @@
 package sealed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -223,6 +224,32 @@ func (b Bucket) Walk(fn func(k, v []byte, damage error) error) error {
 		}
 	}
 	return nil
+}
+
+// WalkRange is Walk over at most n records after key after (from the
+// first if after is nil). It returns the last key it visited, or nil
+// once the bucket is done: the next call's after.
+func (b Bucket) WalkRange(after []byte, n int, fn func(k, v []byte, damage error) error) ([]byte, error) {
+	c := b.Cursor()
+	k, v, err := c.First()
+	if after != nil {
+		k, v, err = c.Seek(after)
+		if bytes.Equal(k, after) {
+			k, v, err = c.Next()
+		}
+	}
+	var last []byte
+	for i := 0; k != nil && i < n; i++ {
+		if ferr := fn(k, v, err); ferr != nil {
+			return nil, ferr
+		}
+		last = append(last[:0], k...)
+		k, v, err = c.Next()
+	}
+	if k == nil {
+		return nil, nil
+	}
+	return last, nil
 }
 
 // Cursor walks a sealed bucket. Each step returns the key and the
