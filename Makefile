@@ -49,6 +49,9 @@ fmt:
 test: build vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
 	$(GO) test -race -count=1 -timeout 30m ./...
+	# The fault-injection test (2,000 byte flips, a child process each
+	# batch) without the race detector, which would make it take 10 minutes.
+	$(GO) test -count=1 -timeout 15m -run '^TestFaultInjection$$' ./fs
 
 test-short: build
 	$(GO) test -short -count=1 ./...
