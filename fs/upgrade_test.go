@@ -2,10 +2,17 @@ package fs
 
 import (
 	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -104,6 +111,101 @@ func TestUpgradeFromFormat2(t *testing.T) {
 		}
 		if rep.Inodes != 9 || rep.FileChunks == 0 { // root, 2 directories, 5 files, a symlink
 			t.Errorf("fsck counts %d inodes, %d chunk references", rep.Inodes, rep.FileChunks)
+		}
+	}
+}
+
+// TestUpgradeFormat2Fixture: a store written by the previous release (the
+// format 2 binary of commit e3fc558, through its FUSE mount: mkdir, seq,
+// head -c of /dev/urandom, ln -s, ln, truncate, setfattr, chmod, mkfifo,
+// mv) opens, upgrades, reads back byte-identical and passes fsck, also
+// after a second open.
+func TestUpgradeFormat2Fixture(t *testing.T) {
+	gz, err := os.Open("testdata/format2-e3fc558.cfs.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	type want struct {
+		path   string
+		mode   uint32
+		size   uint64
+		sha    string // regular files
+		target string // symlinks
+	}
+	wants := []want{
+		{"/dir", syscall.S_IFDIR | 0o755, 0, "", ""},
+		{"/dir/sub", syscall.S_IFDIR | 0o751, 0, "", ""},
+		{"/dir/numbers.txt", syscall.S_IFREG | 0o644, 1288895, "5af7b95208fdcff454bab3f5eddf567a688a3796c703d4fef91072e38645c062", ""},
+		{"/dir/sub/random.bin", syscall.S_IFREG | 0o644, 30000, "87810a5201ff67035c04856ad8a361e22e60fa908c6148354460d4fdc599516c", ""},
+		{"/hard", syscall.S_IFREG | 0o644, 30000, "87810a5201ff67035c04856ad8a361e22e60fa908c6148354460d4fdc599516c", ""},
+		{"/empty", syscall.S_IFREG | 0o644, 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", ""},
+		{"/small", syscall.S_IFREG | 0o644, 16, "866206fb85f7d3bfe68ab265044acc8347c5c80e7c417820449aebfd3758eee2", ""},
+		{"/sparse", syscall.S_IFREG | 0o644, 5242883, "2a1245077fabec2599a5ebcc90097d5672efdbd9b7b188b0092f089220292033", ""},
+		{"/link", syscall.S_IFLNK | 0o777, 15, "", "dir/numbers.txt"},
+		{"/fifo", syscall.S_IFIFO | 0o644, 0, "", ""},
+	}
+	for round := range 2 {
+		f, err := Open(path, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatalf("open (round %d): %v", round, err)
+		}
+		for _, w := range wants {
+			ino := RootIno
+			var a Attr
+			for _, part := range strings.Split(w.path[1:], "/") {
+				if a, err = f.Lookup(Caller{}, ino, part); err != nil {
+					t.Fatalf("round %d: lookup %s: %v", round, w.path, err)
+				}
+				ino = a.Ino
+			}
+			if a.Mode != w.mode || a.Size != w.size {
+				t.Errorf("round %d: %s: mode %#o size %d, want %#o %d", round, w.path, a.Mode, a.Size, w.mode, w.size)
+			}
+			switch {
+			case w.sha != "":
+				buf := make([]byte, a.Size+1)
+				n, err := f.Read(context.Background(), ino, 0, buf)
+				if err != nil {
+					t.Fatalf("round %d: read %s: %v", round, w.path, err)
+				}
+				if got := fmt.Sprintf("%x", sha256.Sum256(buf[:n])); got != w.sha {
+					t.Errorf("round %d: %s: sha256 %s, want %s", round, w.path, got, w.sha)
+				}
+			case w.target != "":
+				if got, err := f.Readlink(ino); err != nil || got != w.target {
+					t.Errorf("round %d: readlink %s: %q %v", round, w.path, got, err)
+				}
+			}
+		}
+		small, _ := f.Lookup(Caller{}, RootIno, "small")
+		if v, err := f.GetXattr(small.Ino, "user.note"); err != nil || string(v) != "an xattr" {
+			t.Errorf("round %d: xattr: %q %v", round, v, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := chunkstore.Open(path, chunkstore.Options{ReadOnly: true, Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Check(st, false)
+		st.Close()
+		if err != nil || !rep.Clean() {
+			t.Fatalf("fsck after the upgrade (round %d): %v %q", round, err, rep.Problems)
 		}
 	}
 }
