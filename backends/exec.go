@@ -607,13 +607,16 @@ func (r *Runtime) record(res *Result) {
 	}
 	r.log.Info("exec", "id", res.ID, "backend", res.Backend, "reason", res.Reason,
 		"exit", ExitStatus(res.Exit), "duration", time.Duration(res.Exit.DurationNs), "changed", len(paths), "why_ended", res.Exit.Reason)
+	if r.opts.OnExec != nil {
+		defer r.opts.OnExec(res)
+	}
 	if r.opts.ExecLog == nil {
 		return
 	}
 	rec := map[string]any{
 		"id": res.ID, "time": res.Start.UTC().Format(time.RFC3339Nano), "backend": res.Backend, "reason": res.Reason,
-		"exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
-		"truncated": res.Exit.Truncated, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
+		"exit": ExitStatus(res.Exit), "exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
+		"truncated": res.Exit.Truncated, "oom_killed": res.Exit.OomKilled, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
 		"changed": paths, "changes_truncated": res.ChangesTruncated,
 	}
 	line, _ := json.Marshal(rec)

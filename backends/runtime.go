@@ -69,6 +69,9 @@ type Options struct {
 	Policy Policy
 	// ExecLog, if set, receives one JSON record per exec.
 	ExecLog io.Writer
+	// OnExec, if set, is called with every exec's result once it has
+	// ended and been recorded (metrics). It must not block.
+	OnExec func(*Result)
 	Logger  *slog.Logger
 }
 
@@ -220,7 +223,11 @@ func (b *backend) info() *pb.BackendInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checkAliveLocked()
-	return &pb.BackendInfo{Id: b.id, Path: b.path, State: b.state, Description: b.desc, LastError: b.lastErr, Execs: b.execs, Restarts: b.restarts}
+	info := &pb.BackendInfo{Id: b.id, Path: b.path, State: b.state, Description: b.desc, LastError: b.lastErr, Execs: b.execs, Restarts: b.restarts}
+	if b.state == StateReady {
+		info.Pid = int64(b.pid)
+	}
+	return info
 }
 
 // checkAliveLocked notices a plugin process that died since we last
