@@ -128,7 +128,7 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 	if x.client != nil {
 		r, err := x.client.Backends(ctx, &pb.BackendsRequest{Describe: describe})
 		if err != nil {
-			return fmt.Errorf("daemon: %w", err)
+			return fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 		}
 		list = r.Backends
 	} else {
@@ -352,10 +352,10 @@ func execRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, s
 	defer cancel()
 	stream, err := c.Exec(ctx)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 	}
 	if err := stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_Start{Start: start}}); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 	}
 	// The stream's sends happen here only: stdin chunks and signals go
 	// through one goroutine, which ends with the call.
@@ -412,7 +412,7 @@ func execRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, s
 			break
 		}
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("daemon: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 		}
 		switch msg := m.Msg.(type) {
 		case *pb.ExecOutput_Stdout:
