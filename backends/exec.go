@@ -107,6 +107,26 @@ func ExitStatus(e *pb.Exit) int {
 	return int(e.ExitCode)
 }
 
+// ExitClass names how an exec ended, in ExitStatus's order: "timeout"
+// (124), "output_cut" (141), "memory" (137), "ok" (0), else "error" (any
+// other status, a signal's included). It tells a limit from a command
+// that exits 124 by itself, which the status alone cannot.
+func ExitClass(e *pb.Exit) string {
+	switch {
+	case e == nil:
+		return "error"
+	case e.TimedOut:
+		return "timeout"
+	case e.Truncated:
+		return "output_cut"
+	case e.OomKilled:
+		return "memory"
+	case ExitStatus(e) == 0:
+		return "ok"
+	}
+	return "error"
+}
+
 // Choose picks the backend for req, and says why.
 func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, error) {
 	if req.Backend != "" {

@@ -885,17 +885,25 @@ func TestExecLog(t *testing.T) {
 
 func TestExitStatus(t *testing.T) {
 	for _, tc := range []struct {
-		e    *pb.Exit
-		want int
+		e     *pb.Exit
+		want  int
+		class string
 	}{
-		{nil, 1},
-		{&pb.Exit{}, 0},
-		{&pb.Exit{ExitCode: 3}, 3},
-		{&pb.Exit{Signal: 9}, 137},
-		{&pb.Exit{Signal: 15, ExitCode: 1}, 143},
+		{nil, 1, "error"},
+		{&pb.Exit{}, 0, "ok"},
+		{&pb.Exit{ExitCode: 3}, 3, "error"},
+		{&pb.Exit{ExitCode: 124}, 124, "error"}, // by itself, not the limit
+		{&pb.Exit{Signal: 9}, 137, "error"},
+		{&pb.Exit{Signal: 15, ExitCode: 1}, 143, "error"},
+		{&pb.Exit{TimedOut: true, Signal: 9}, 124, "timeout"},
+		{&pb.Exit{Truncated: true}, 141, "output_cut"},
+		{&pb.Exit{OomKilled: true, Signal: 9}, 137, "memory"},
 	} {
 		if got := backends.ExitStatus(tc.e); got != tc.want {
 			t.Errorf("ExitStatus(%v) = %d, want %d", tc.e, got, tc.want)
+		}
+		if got := backends.ExitClass(tc.e); got != tc.class {
+			t.Errorf("ExitClass(%v) = %q, want %q", tc.e, got, tc.class)
 		}
 	}
 }
