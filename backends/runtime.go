@@ -72,7 +72,7 @@ type Options struct {
 	// OnExec, if set, is called with every exec's result once it has
 	// ended and been recorded (metrics). It must not block.
 	OnExec func(*Result)
-	Logger  *slog.Logger
+	Logger *slog.Logger
 }
 
 // DefaultDirs are the plugin directories: beside the computerfs binary,
