@@ -94,6 +94,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		fs:            f,
 		opts:          opts,
 		obs:           opts.Observer,
+		base:          time.Now(),
 		log:           opts.Logger,
 		handles:       make(map[uint64]*handle),
 	}
@@ -328,7 +329,8 @@ type rawFS struct {
 	fuse.RawFileSystem
 	fs     *fs.FS
 	opts   Options
-	obs    Observer // nil: none, and no clock reads
+	obs    Observer  // nil: none, and no clock reads
+	base   time.Time // requests are timed from it
 	log    *slog.Logger
 	server *fuse.Server
 

@@ -81,19 +81,20 @@ type Observer interface {
 	Request(op Op, took time.Duration, errno syscall.Errno, bytes int)
 }
 
-// begin is when a request began, for the observer: the zero time, with
-// no clock read, when there is none.
-func (r *rawFS) begin() time.Time {
+// begin is when a request began, for the observer, as the time since
+// the mount's base: one monotonic clock read (time.Now reads the wall
+// clock too), and none without an observer.
+func (r *rawFS) begin() time.Duration {
 	if r.obs == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Now()
+	return time.Since(r.base)
 }
 
-// end reports a request begun at t that answered *st, having moved
-// *n bytes (n may be nil). It is deferred, so that every return of a
-// handler is seen.
-func (r *rawFS) end(op Op, t time.Time, st *fuse.Status, n *int) {
+// end reports a request begun at t that answered *st (nil: one with no
+// answer, such as FORGET), having moved *n bytes (n may be nil). It is
+// deferred, so that every return of a handler is seen.
+func (r *rawFS) end(op Op, t time.Duration, st *fuse.Status, n *int) {
 	if r.obs == nil {
 		return
 	}
@@ -105,5 +106,5 @@ func (r *rawFS) end(op Op, t time.Time, st *fuse.Status, n *int) {
 	if st != nil && *st != fuse.OK {
 		errno = syscall.Errno(*st)
 	}
-	r.obs.Request(op, time.Since(t), errno, bytes)
+	r.obs.Request(op, time.Since(r.base)-t, errno, bytes)
 }
