@@ -12,6 +12,10 @@
 // and a plugin that crashes, hangs or lies fails its exec and nothing
 // else.
 //
+// What it knows of itself is for the daemon's status and metrics: List
+// gives each backend's state, pid, execs and restarts, Options.OnExec
+// sees every exec's result, and ExitClass names how an exec ended.
+//
 // # Locking
 //
 // Runtime.mu guards the backend table and the token table; each

@@ -1,5 +1,13 @@
 // Command computerfs is the workspace daemon and its command-line tools:
 // mount a workspace, check it, collect its garbage and report on it.
+//
+// The daemon (mount, serve) holds the store, so no other process can
+// open it meanwhile: the tools that work on a store (fsck, stats, gc,
+// limit) ask a running daemon over its control socket instead, through
+// wsrpc's Daemon service, and print the same output; status asks it how
+// it is doing. The daemon keeps its metrics in one registry of its own
+// (internal/metrics), fed by fusefs's Observer and backends' OnExec, and
+// serves them over HTTP with --metrics.
 package main
 
 import (
