@@ -7,15 +7,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/internal/metrics"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -54,35 +57,14 @@ func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// sample is the value of the series of family name whose labels include
-// labels (a counter's or gauge's value, a histogram's count), and whether
-// there is one.
+// sample is the value of a series of the scrape (see metrics.Sample):
+// labels are name, value pairs.
 func sample(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
 	}
-next:
-	for _, m := range f.Metric {
-		for i := 0; i+1 < len(labels); i += 2 {
-			found := false
-			for _, l := range m.Label {
-				found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return metrics.Sample(slices.Collect(maps.Values(fams)), name, want)
 }
 
 // TestStatusAndMetrics serves a mount with metrics, works on it through

@@ -234,3 +234,35 @@ func (c *backendCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descStarted, prometheus.CounterValue, float64(b.Execs), b.Id)
 	}
 }
+
+// Sample is the value of the first series of family name whose labels
+// include labels (a counter's or gauge's value, a histogram's count), and
+// whether there is one: for tests and tools that read a scrape.
+func Sample(fams []*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.Metric {
+			for k, v := range labels {
+				found := false
+				for _, l := range m.Label {
+					found = found || l.GetName() == k && l.GetValue() == v
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount()), true
+			}
+		}
+	}
+	return 0, false
+}

@@ -113,37 +113,14 @@ func TestInstruments(t *testing.T) {
 	}
 }
 
-// gatherValue is the value of one series: a counter's or gauge's, or a
-// histogram's sample count.
+// gatherValue is the value of one series, -1 if there is none.
 func gatherValue(d *metrics.Daemon, name string, labels map[string]string) (float64, error) {
 	fams, err := d.Registry().Gather()
 	if err != nil {
 		return 0, err
 	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.Metric {
-			for k, v := range labels {
-				found := false
-				for _, l := range m.Label {
-					found = found || l.GetName() == k && l.GetValue() == v
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue(), nil
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), nil
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount()), nil
-			}
-		}
+	if v, ok := metrics.Sample(fams, name, labels); ok {
+		return v, nil
 	}
 	return -1, nil
 }
