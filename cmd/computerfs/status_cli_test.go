@@ -223,6 +223,27 @@ func TestStatusNotServed(t *testing.T) {
 	}
 }
 
+// TestStatusServe: a daemon without a mount has no mountpoint and no
+// FUSE traffic; the maintenance commands work through it too.
+func TestStatusServe(t *testing.T) {
+	home, ws, _ := tempWorkspace(t)
+	d := startServe(t, home, ws)
+	fsMust(t, home, ws, "some text\n", "write", "-p", "/a/b.txt")
+	st := statusOf(t, home, ws)
+	if st.Pid != int64(d.pid) || st.Mountpoint != "" || st.Fuse != nil || st.Chunks.LogicalBytes > 10 {
+		t.Errorf("status of serve: pid %d (want %d), mountpoint %q, fuse %+v, chunks %+v", st.Pid, d.pid, st.Mountpoint, st.Fuse, st.Chunks)
+	}
+	r := mustCLI(t, home, "status", ws)
+	if !strings.Contains(r.stdout, "none (served without a mount: the file API only)") || strings.Contains(r.stdout, "\nfuse ") {
+		t.Errorf("status of serve:\n%s", r.stdout)
+	}
+	if r := mustCLI(t, home, "stats", ws); !strings.Contains(r.stdout, "file size      10 B") {
+		t.Errorf("stats through serve:\n%s", r.stdout)
+	}
+	d.stop(t)
+	fsckClean(t, home, ws)
+}
+
 // TestMaintenanceLive runs stats, fsck, gc and limit on a mounted
 // workspace, through its daemon, and again on the same store unmounted:
 // the outputs must be the same.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,17 +130,19 @@ func gatherValue(d *metrics.Daemon, name string, labels map[string]string) (floa
 func TestListen(t *testing.T) {
 	f := apitest.OpenFS(t, filepath.Join(t.TempDir(), "ws.cfs"), 0)
 	d := metrics.New(metrics.Sources{FS: f})
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for _, tc := range []struct {
 		name  string
 		pprof bool
 	}{{"metrics only", false}, {"with pprof", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
 			s, err := d.Listen("127.0.0.1:0", metrics.ServeOptions{Pprof: tc.pprof, Logger: apitest.Logger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			get := func(path string) (int, string) {
-				resp, err := http.Get("http://" + s.Addr() + path)
+				resp, err := client.Get("http://" + s.Addr() + path)
 				if err != nil {
 					t.Fatalf("GET %s: %v", path, err)
 				}
@@ -159,8 +162,16 @@ func TestListen(t *testing.T) {
 			if err := s.Close(ctx); err != nil {
 				t.Errorf("close: %v", err)
 			}
-			if _, err := http.Get("http://" + s.Addr() + "/metrics"); err == nil {
+			if _, err := client.Get("http://" + s.Addr() + "/metrics"); err == nil {
 				t.Errorf("still serving after Close")
+			}
+			// Nothing of the server is left running.
+			deadline := time.Now().Add(5 * time.Second)
+			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				t.Errorf("%d goroutines after Close, %d before Listen", n, before)
 			}
 		})
 	}
