@@ -65,7 +65,7 @@ func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"help"},
 		{"mount", "--help"}, {"umount", "--help"}, {"fsck", "--help"},
-		{"stats", "-h"}, {"gc", "--help"}, {"limit", "-help"},
+		{"stats", "-h"}, {"gc", "--help"}, {"limit", "-help"}, {"status", "--help"},
 	} {
 		r := cli(t, home, args...)
 		out := r.stdout + r.stderr
@@ -77,7 +77,7 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	r := cli(t, home, "mount", "--help")
-	for _, opt := range []string{"-daemon", "-limit", "-allow-other"} {
+	for _, opt := range []string{"-daemon", "-limit", "-allow-other", "-metrics", "-metrics-any-address", "-pprof", "tell file paths"} {
 		if !strings.Contains(r.stderr+r.stdout, opt) {
 			t.Errorf("mount --help does not list %s: %v", opt, r)
 		}

@@ -206,7 +206,7 @@ func printStatus(w io.Writer, s *statusJSON) {
 	line("chunks", "%d: %s logical, %s unique (%.2fx dedup), %s stored (%.2fx compression)", c.Chunks, size.Format(c.LogicalBytes), size.Format(c.UniqueBytes), c.DedupRatio, size.Format(c.StoredBytes), c.CompressionRatio)
 	line("limit", "%s (%s used, %.1f%%)", size.Format(s.LimitBytes), size.Format(s.UsedBytes), 100*float64(s.UsedBytes)/float64(max(s.LimitBytes, 1)))
 	cm := s.Commit
-	commit := fmt.Sprintf("a change waits %s at most without fsync", time.Duration(cm.IntervalMs*1e6))
+	commit := fmt.Sprintf("every %s while changes wait (an fsync asks at once)", time.Duration(cm.IntervalMs*1e6))
 	if s.Fuse != nil {
 		if cm.Fsyncs > 0 {
 			commit += fmt.Sprintf("; %d fsyncs, %.2f ms on average, the last %.2f ms", cm.Fsyncs, cm.FsyncMeanMs, cm.LastFsyncMs)

@@ -134,7 +134,7 @@ func TestStatusAndMetrics(t *testing.T) {
 	r = mustCLI(t, home, "status", mnt)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^daemon +pid \d+, up `), regexp.MustCompile(`(?m)^mountpoint +` + regexp.QuoteMeta(absMnt) + `$`),
-		regexp.MustCompile(`(?m)^chunks +\d+: 3\.0 MiB logical`), regexp.MustCompile(`(?m)^commit +a change waits 100ms at most without fsync; \d+ fsyncs`),
+		regexp.MustCompile(`(?m)^chunks +\d+: 3\.0 MiB logical`), regexp.MustCompile(`(?m)^commit +every 100ms while changes wait \(an fsync asks at once\); \d+ fsyncs`),
 		regexp.MustCompile(`(?m)^  shell +ready +\d+ +1 +0`), regexp.MustCompile(`(?m)^  \S+ \S+ +shell +0 +\S+ +\d+ +x`),
 	} {
 		if !want.MatchString(r.stdout) {
@@ -220,6 +220,37 @@ func TestStatusNotServed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetricsFlags: an address that is not loopback, unless forced, and
+// --pprof or the force without --metrics, are refused before anything
+// is mounted.
+func TestMetricsFlags(t *testing.T) {
+	home, ws, mnt := tempWorkspace(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics", "0.0.0.0:9464"}, "not a loopback address"},
+		{[]string{"--metrics", ":9464"}, "not a loopback address"},
+		{[]string{"--metrics", "127.0.0.1"}, "want HOST:PORT"},
+		{[]string{"--pprof"}, "need --metrics ADDR"},
+		{[]string{"--metrics-any-address"}, "need --metrics ADDR"},
+	} {
+		for _, cmd := range [][]string{{"mount", ws, mnt}, {"serve", ws}} {
+			args := append(append([]string(nil), cmd...), tc.args...)
+			r := cli(t, home, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("%s: want exit 2 saying %q, got %v", strings.Join(args, " "), tc.want, r)
+			}
+		}
+	}
+	if isMounted(mnt) {
+		t.Errorf("a refused mount mounted %s", mnt)
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Errorf("a refused mount made the store: %v", err)
 	}
 }
 
