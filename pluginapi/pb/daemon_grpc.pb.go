@@ -39,7 +39,10 @@ type DaemonClient interface {
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	// Stats, Fsck and GC commit what is pending first, so that they see
 	// what was written; then they work on the store as the offline
-	// commands do. Fsck is read-only (repair needs the store closed).
+	// commands do, to the end even if the caller goes away. Fsck is
+	// read-only (repair needs the store closed): a read transaction, which
+	// a commit that must remap the store waits for. GC is one write
+	// transaction between two of the committer's.
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
 	Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error)
 	GC(ctx context.Context, in *GCRequest, opts ...grpc.CallOption) (*GCResponse, error)
@@ -113,7 +116,10 @@ type DaemonServer interface {
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	// Stats, Fsck and GC commit what is pending first, so that they see
 	// what was written; then they work on the store as the offline
-	// commands do. Fsck is read-only (repair needs the store closed).
+	// commands do, to the end even if the caller goes away. Fsck is
+	// read-only (repair needs the store closed): a read transaction, which
+	// a commit that must remap the store waits for. GC is one write
+	// transaction between two of the committer's.
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
 	Fsck(context.Context, *FsckRequest) (*FsckResponse, error)
 	GC(context.Context, *GCRequest) (*GCResponse, error)
