@@ -225,7 +225,7 @@ func printStatus(w io.Writer, s *statusJSON) {
 			}
 			top = append(top, fmt.Sprintf("%s %d", o.Op, o.Count))
 		}
-		line("fuse", "%d requests (%d errors), %s read, %s written; most: %s", f.Requests, f.Errors, size.Format(f.ReadBytes), size.Format(f.WrittenBytes), strings.Join(top, ", "))
+		line("fuse", "%d requests (%d failed), %s read, %s written; most: %s", f.Requests, f.Errors, size.Format(f.ReadBytes), size.Format(f.WrittenBytes), strings.Join(top, ", "))
 	}
 	if s.MetricsAddr != "" {
 		line("metrics", "http://%s/metrics", s.MetricsAddr)
