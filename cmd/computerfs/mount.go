@@ -239,7 +239,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if c.metrics.addr != "" {
 		msrv, err = m.Listen(c.metrics.addr, metrics.ServeOptions{Pprof: c.metrics.pprof, AnyAddress: c.metrics.anyAddress, Logger: e.log})
 		if err != nil {
-			return fmt.Errorf("--metrics: %w", err)
+			return err // "metrics: ...", and why
 		}
 		undo = append(undo, func() { closeMetrics(ctx, e, msrv) })
 	}
