@@ -41,6 +41,9 @@ type DaemonOptions struct {
 	Backends func(ctx context.Context) []*pb.BackendInfo
 	// Fuse tells what the mount served; nil without a mount.
 	Fuse func() FuseStats
+	// Commits counts the store's commits since the daemon started; nil
+	// for unknown.
+	Commits func() uint64
 }
 
 // FuseStats are what a mount served, for Status.
@@ -98,6 +101,9 @@ func (s *DaemonServer) Status(ctx context.Context, req *pb.StatusRequest) (*pb.S
 	out.LimitBytes, out.UsedBytes = f.Limit()
 	tx := f.Store().DB().Stats().TxStats
 	out.Commit = &pb.Commit{IntervalNs: int64(s.o.CommitInterval), StoreWriteNs: int64(tx.GetWriteTime()), StorePageWrites: tx.GetWrite()}
+	if s.o.Commits != nil {
+		out.Commit.Commits = s.o.Commits()
+	}
 	if s.o.Fuse != nil {
 		fu := s.o.Fuse()
 		out.Fuse, out.FuseReadBytes, out.FuseWrittenBytes = fu.Ops, fu.ReadBytes, fu.WrittenBytes

@@ -250,6 +250,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if mnt != "" {
 		dopts.Fuse = m.FuseStats
 	}
+	dopts.Commits = m.Commits
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {

@@ -101,6 +101,8 @@ type commitJSON struct {
 	LastFsyncMs       float64 `json:"last_fsync_ms"`
 	StoreWriteSeconds float64 `json:"store_write_seconds"`
 	StorePageWrites   int64   `json:"store_page_writes"`
+	Commits           uint64  `json:"commits"`
+	WriteMeanMs       float64 `json:"write_mean_ms"`
 }
 
 type readCacheJSON struct {
@@ -152,7 +154,10 @@ func newStatusJSON(st *pb.StatusResponse) *statusJSON {
 	}
 	if cm := st.Commit; cm != nil {
 		s.Commit = commitJSON{IntervalMs: ms(cm.IntervalNs), Fsyncs: cm.Fsyncs, LastFsyncMs: ms(cm.LastFsyncNs),
-			StoreWriteSeconds: float64(cm.StoreWriteNs) / 1e9, StorePageWrites: cm.StorePageWrites}
+			StoreWriteSeconds: float64(cm.StoreWriteNs) / 1e9, StorePageWrites: cm.StorePageWrites, Commits: cm.Commits}
+		if cm.Commits > 0 {
+			s.Commit.WriteMeanMs = ms(cm.StoreWriteNs) / float64(cm.Commits)
+		}
 		if cm.Fsyncs > 0 {
 			s.Commit.FsyncMeanMs = ms(cm.FsyncTotalNs) / float64(cm.Fsyncs)
 		}
@@ -214,7 +219,7 @@ func printStatus(w io.Writer, s *statusJSON) {
 			commit += "; no fsync yet"
 		}
 	}
-	commit += fmt.Sprintf("; writing commits took %.3f s", cm.StoreWriteSeconds)
+	commit += fmt.Sprintf("; %d commits since start, written in %.2f ms on average", cm.Commits, cm.WriteMeanMs)
 	line("commit", "%s", commit)
 	line("read cache", "%d chunks decoded from the store", s.ReadCache.ChunksDecoded)
 	if f := s.Fuse; f != nil {

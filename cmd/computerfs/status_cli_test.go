@@ -103,7 +103,7 @@ func TestStatusAndMetrics(t *testing.T) {
 		if st.Chunks.Chunks < 3 || st.Chunks.LogicalBytes < 3<<20 || st.Chunks.CompressionRatio <= 2 || st.LimitBytes != 10<<30 || st.UsedBytes < 3<<20 {
 			t.Errorf("status: chunks %+v, limit %d, used %d", st.Chunks, st.LimitBytes, st.UsedBytes)
 		}
-		if st.Commit.IntervalMs != 100 || st.Commit.Fsyncs < 1 || st.Commit.FsyncMeanMs <= 0 || st.Commit.LastFsyncMs <= 0 || st.Commit.StorePageWrites <= 0 {
+		if st.Commit.IntervalMs != 100 || st.Commit.Fsyncs < 1 || st.Commit.FsyncMeanMs <= 0 || st.Commit.LastFsyncMs <= 0 || st.Commit.StorePageWrites <= 0 || st.Commit.Commits < 1 || st.Commit.WriteMeanMs <= 0 {
 			t.Errorf("status: commit %+v", st.Commit)
 		}
 		if st.Fuse == nil || st.Fuse.Requests == 0 || st.Fuse.WrittenBytes != uint64(len(data)) {
@@ -161,6 +161,7 @@ func TestStatusAndMetrics(t *testing.T) {
 		{"computerfs_store_dedup_ratio", nil, 1},
 		{"computerfs_limit_bytes", nil, 10 << 30},
 		{"computerfs_store_commit_write_seconds_total", nil, 1e-9},
+		{"computerfs_store_commits_total", nil, 1},
 		{"go_goroutines", nil, 1},
 	} {
 		v, ok := sample(fams, c.name, c.labels...)

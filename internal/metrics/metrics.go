@@ -45,6 +45,7 @@ type Daemon struct {
 	writtenBytes prometheus.Counter
 	lastFsync    atomic.Int64 // ns
 	execDur      *prometheus.HistogramVec
+	store        *storeCollector
 }
 
 // fuseBuckets run from 10 µs (a cached GETATTR) to 2.6 s (an fsync behind
@@ -79,8 +80,10 @@ func New(src Sources) *Daemon {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		dur, errs, d.readBytes, d.writtenBytes, d.execDur,
-		&storeCollector{fs: src.FS},
 	)
+	d.store = &storeCollector{fs: src.FS}
+	d.store.firstTx, _ = d.store.txID()
+	d.reg.MustRegister(d.store)
 	if src.Backends != nil {
 		d.reg.MustRegister(&backendCollector{list: src.Backends})
 	}
@@ -148,9 +151,33 @@ func counterValue(c prometheus.Counter) uint64 {
 	return uint64(m.Counter.GetValue())
 }
 
+// Commits is how many write transactions the store has committed since
+// New (bbolt numbers them).
+func (d *Daemon) Commits() uint64 {
+	id, err := d.store.txID()
+	if err != nil || id < d.store.firstTx {
+		return 0
+	}
+	return id - d.store.firstTx
+}
+
 // storeCollector reads the store's chunk statistics, limit and use, the
-// read cache's decodes and bbolt's write time at each scrape.
-type storeCollector struct{ fs *fs.FS }
+// read cache's decodes, and its commits and bbolt's time writing them, at
+// each scrape.
+type storeCollector struct {
+	fs      *fs.FS
+	firstTx uint64 // the last commit's ID when the collector was made
+}
+
+// txID is the ID of the store's last commit.
+func (c *storeCollector) txID() (uint64, error) {
+	var id uint64
+	err := c.fs.Store().View(func(tx *chunkstore.Tx) error {
+		id = uint64(tx.ID())
+		return nil
+	})
+	return id, err
+}
 
 var (
 	descChunks      = prometheus.NewDesc("computerfs_store_chunks", "Distinct chunks stored, as of the last commit.", nil, nil)
@@ -163,12 +190,13 @@ var (
 	descUsed        = prometheus.NewDesc("computerfs_used_bytes", "Bytes counted against the limit: unique bytes stored and chunk buffers in flight.", nil, nil)
 	descFileBytes   = prometheus.NewDesc("computerfs_store_file_bytes", "Size of the store file.", nil, nil)
 	descDecodes     = prometheus.NewDesc("computerfs_chunk_cache_decodes_total", "Chunks decoded and verified from the store into the read cache (its misses; reads it serves decode nothing).", nil, nil)
-	descWriteTime   = prometheus.NewDesc("computerfs_store_commit_write_seconds_total", "Time the store spent writing commits to disk (pages, meta page, fsync).", nil, nil)
+	descWriteTime   = prometheus.NewDesc("computerfs_store_commit_write_seconds_total", "Time the store spent writing commits to disk (pages, meta page, fsync); over computerfs_store_commits_total, the mean commit write latency.", nil, nil)
+	descCommits     = prometheus.NewDesc("computerfs_store_commits_total", "Write transactions the store committed (the committer's group commits, and gc's and limit's).", nil, nil)
 	descPageWrites  = prometheus.NewDesc("computerfs_store_commit_page_writes_total", "Writes of pages the store's commits made.", nil, nil)
 )
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descChunks, descLogical, descUnique, descStored, descDedup, descCompression, descLimit, descUsed, descFileBytes, descDecodes, descWriteTime, descPageWrites} {
+	for _, d := range []*prometheus.Desc{descChunks, descLogical, descUnique, descStored, descDedup, descCompression, descLimit, descUsed, descFileBytes, descDecodes, descWriteTime, descPageWrites, descCommits} {
 		ch <- d
 	}
 }
@@ -180,11 +208,14 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	store := c.fs.Store()
 	var st chunkstore.Stats
+	var txID uint64
 	if store.View(func(tx *chunkstore.Tx) error {
 		var err error
+		txID = uint64(tx.ID())
 		st, err = tx.Stats()
 		return err
 	}) == nil {
+		counter(descCommits, float64(txID-min(txID, c.firstTx)))
 		gauge(descChunks, float64(st.Chunks))
 		gauge(descLogical, float64(st.LogicalBytes))
 		gauge(descUnique, float64(st.UniqueBytes))

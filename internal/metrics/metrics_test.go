@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/backends"
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
 	"github.com/computerfs/computerfs/internal/apitest"
 	"github.com/computerfs/computerfs/internal/metrics"
@@ -64,6 +65,18 @@ func TestInstruments(t *testing.T) {
 		d.Exec(&backends.Result{Backend: "shell", Exit: &pb.Exit{ExitCode: exit.ExitCode, TimedOut: exit.TimedOut, Truncated: exit.Truncated, OomKilled: exit.OomKilled, DurationNs: int64(time.Millisecond)}})
 	}
 	d.Exec(nil)
+	if d.Commits() != 0 {
+		t.Errorf("%d commits before any change", d.Commits())
+	}
+	if _, err := f.Create(fs.Caller{}, fs.RootIno, "a", fs.NewNode{Mode: 0o100644}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d.Commits() != 1 {
+		t.Errorf("%d commits after one change and a sync, want 1", d.Commits())
+	}
 
 	for _, tc := range []struct {
 		name  string
@@ -93,6 +106,7 @@ func TestInstruments(t *testing.T) {
 		{"computerfs_backend_restarts_total", map[string]string{"backend": "shell"}, 2},
 		{"computerfs_backend_ready", map[string]string{"backend": "shell"}, 1},
 		{"computerfs_store_chunks", nil, 0},
+		{"computerfs_store_commits_total", nil, 1},
 		{"computerfs_store_dedup_ratio", nil, 1},
 	} {
 		got, err := gatherValue(d, tc.name, tc.labels)

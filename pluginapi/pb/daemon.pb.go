@@ -215,8 +215,9 @@ type Commit struct {
 	Fsyncs          uint64                 `protobuf:"varint,2,opt,name=fsyncs,proto3" json:"fsyncs,omitempty"`                                   // fsync and fsyncdir requests answered
 	FsyncTotalNs    int64                  `protobuf:"varint,3,opt,name=fsync_total_ns,json=fsyncTotalNs,proto3" json:"fsync_total_ns,omitempty"` // their total time: each waits for the commit covering it
 	LastFsyncNs     int64                  `protobuf:"varint,4,opt,name=last_fsync_ns,json=lastFsyncNs,proto3" json:"last_fsync_ns,omitempty"`    // the last one's
-	StoreWriteNs    int64                  `protobuf:"varint,5,opt,name=store_write_ns,json=storeWriteNs,proto3" json:"store_write_ns,omitempty"` // time the store spent writing commits (pages, meta, fsync)
+	StoreWriteNs    int64                  `protobuf:"varint,5,opt,name=store_write_ns,json=storeWriteNs,proto3" json:"store_write_ns,omitempty"` // time the store spent writing commits (pages, meta, fsync) since the daemon started
 	StorePageWrites int64                  `protobuf:"varint,6,opt,name=store_page_writes,json=storePageWrites,proto3" json:"store_page_writes,omitempty"`
+	Commits         uint64                 `protobuf:"varint,7,opt,name=commits,proto3" json:"commits,omitempty"` // write transactions committed since the daemon started
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -289,6 +290,13 @@ func (x *Commit) GetStoreWriteNs() int64 {
 func (x *Commit) GetStorePageWrites() int64 {
 	if x != nil {
 		return x.StorePageWrites
+	}
+	return 0
+}
+
+func (x *Commit) GetCommits() uint64 {
+	if x != nil {
+		return x.Commits
 	}
 	return 0
 }
@@ -967,7 +975,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\x12\x16\n" +
 	"\x06errors\x18\x03 \x01(\x04R\x06errors\x12\x19\n" +
-	"\btotal_ns\x18\x04 \x01(\x03R\atotalNs\"\xdd\x01\n" +
+	"\btotal_ns\x18\x04 \x01(\x03R\atotalNs\"\xf7\x01\n" +
 	"\x06Commit\x12\x1f\n" +
 	"\vinterval_ns\x18\x01 \x01(\x03R\n" +
 	"intervalNs\x12\x16\n" +
@@ -975,7 +983,8 @@ const file_daemon_proto_rawDesc = "" +
 	"\x0efsync_total_ns\x18\x03 \x01(\x03R\ffsyncTotalNs\x12\"\n" +
 	"\rlast_fsync_ns\x18\x04 \x01(\x03R\vlastFsyncNs\x12$\n" +
 	"\x0estore_write_ns\x18\x05 \x01(\x03R\fstoreWriteNs\x12*\n" +
-	"\x11store_page_writes\x18\x06 \x01(\x03R\x0fstorePageWrites\"\xd7\x05\n" +
+	"\x11store_page_writes\x18\x06 \x01(\x03R\x0fstorePageWrites\x12\x18\n" +
+	"\acommits\x18\a \x01(\x04R\acommits\"\xd7\x05\n" +
 	"\x0eStatusResponse\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12&\n" +
 	"\x0fstarted_unix_ns\x18\x02 \x01(\x03R\rstartedUnixNs\x12\x1e\n" +
