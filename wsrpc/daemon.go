@@ -256,6 +256,34 @@ func CheckLimit(limit, used uint64) error {
 	return nil
 }
 
+// Scrub runs fs.Scrub on the daemon's store, streaming its progress (at
+// most ten messages a second) and, last, its report. It does not commit
+// first: a scrub verifies what is stored, and what is pending is not.
+func (s *DaemonServer) Scrub(req *pb.ScrubRequest, stream pb.Daemon_ScrubServer) error {
+	ctx := stream.Context()
+	var last time.Time
+	var sendErr error
+	rep, err := fs.Scrub(ctx, s.o.FS.Store(), fs.ScrubOptions{Rate: int64(req.RateBytes), Progress: func(done, total uint64) {
+		if sendErr == nil && time.Since(last) >= 100*time.Millisecond {
+			last = time.Now()
+			sendErr = stream.Send(&pb.ScrubProgress{DoneBytes: done, TotalBytes: total})
+		}
+	}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		return status.Errorf(codes.Internal, "scrub %s: %v", s.store, err)
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	return stream.Send(&pb.ScrubProgress{DoneBytes: rep.Bytes, TotalBytes: rep.Bytes, Report: &pb.ScrubReport{
+		Chunks: int64(rep.Chunks), Bytes: rep.Bytes, Records: int64(rep.Records), Files: int64(rep.Files),
+		Damage: validAll(rep.Damage), Seconds: rep.Seconds,
+	}})
+}
+
 func validAll(in []string) []string {
 	out := make([]string, len(in))
 	for i, s := range in {
@@ -325,6 +353,31 @@ func (c *DaemonClient) Check(ctx context.Context) (*fs.CheckReport, error) {
 		Inodes: int(r.Inodes), Dirents: int(r.Dirents), FileChunks: int(r.FileChunks),
 		Chunks: ChunkStats(r.Chunks), Problems: r.Problems, Repaired: r.Repaired,
 	}, nil
+}
+
+// Scrub is fs.Scrub of the daemon's store; progress, if set, sees how
+// far it is.
+func (c *DaemonClient) Scrub(ctx context.Context, rate uint64, progress func(done, total uint64)) (*fs.ScrubReport, error) {
+	st, err := c.c.Scrub(ctx, &pb.ScrubRequest{RateBytes: rate})
+	if err != nil {
+		return nil, PlainError(err)
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return nil, errors.New("scrub: the daemon ended the call without a report")
+			}
+			return nil, PlainError(err)
+		}
+		if progress != nil {
+			progress(m.DoneBytes, m.TotalBytes)
+		}
+		if r := m.Report; r != nil {
+			return &fs.ScrubReport{Chunks: int(r.Chunks), Bytes: r.Bytes, Records: int(r.Records), Files: int(r.Files),
+				Damage: r.Damage, Seconds: r.Seconds}, nil
+		}
+	}
 }
 
 // GC is fs.GC of the daemon's store.

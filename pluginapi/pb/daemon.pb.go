@@ -27,6 +27,197 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ScrubRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RateBytes     uint64                 `protobuf:"varint,1,opt,name=rate_bytes,json=rateBytes,proto3" json:"rate_bytes,omitempty"` // chunk bytes per second at most; 0: no bound
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScrubRequest) Reset() {
+	*x = ScrubRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScrubRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScrubRequest) ProtoMessage() {}
+
+func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
+func (*ScrubRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ScrubRequest) GetRateBytes() uint64 {
+	if x != nil {
+		return x.RateBytes
+	}
+	return 0
+}
+
+// ScrubProgress is how far a scrub is, and in the last message, what it
+// found.
+type ScrubProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DoneBytes     uint64                 `protobuf:"varint,1,opt,name=done_bytes,json=doneBytes,proto3" json:"done_bytes,omitempty"`
+	TotalBytes    uint64                 `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	Report        *ScrubReport           `protobuf:"bytes,3,opt,name=report,proto3" json:"report,omitempty"` // set in the last message only
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScrubProgress) Reset() {
+	*x = ScrubProgress{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScrubProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScrubProgress) ProtoMessage() {}
+
+func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
+func (*ScrubProgress) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScrubProgress) GetDoneBytes() uint64 {
+	if x != nil {
+		return x.DoneBytes
+	}
+	return 0
+}
+
+func (x *ScrubProgress) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
+func (x *ScrubProgress) GetReport() *ScrubReport {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
+// ScrubReport is fs.ScrubReport.
+type ScrubReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Chunks        int64                  `protobuf:"varint,1,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Records       int64                  `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	Files         int64                  `protobuf:"varint,4,opt,name=files,proto3" json:"files,omitempty"`
+	Damage        []string               `protobuf:"bytes,5,rep,name=damage,proto3" json:"damage,omitempty"`
+	Seconds       float64                `protobuf:"fixed64,6,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScrubReport) Reset() {
+	*x = ScrubReport{}
+	mi := &file_daemon_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScrubReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScrubReport) ProtoMessage() {}
+
+func (x *ScrubReport) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
+func (*ScrubReport) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ScrubReport) GetChunks() int64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *ScrubReport) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ScrubReport) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *ScrubReport) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *ScrubReport) GetDamage() []string {
+	if x != nil {
+		return x.Damage
+	}
+	return nil
+}
+
+func (x *ScrubReport) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 // ChunkStats are chunkstore.Stats.
 type ChunkStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -40,7 +231,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -52,7 +243,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -65,7 +256,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -105,7 +296,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -117,7 +308,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -130,7 +321,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -153,7 +344,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -165,7 +356,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -178,7 +369,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -224,7 +415,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +427,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +440,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -331,7 +522,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +534,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +547,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -507,7 +698,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +710,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +723,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -550,7 +741,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +753,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +766,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -628,7 +819,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +831,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +844,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -671,7 +862,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +874,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +887,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -749,7 +940,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +952,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +965,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 // GCResponse is fs.GCReport.
@@ -791,7 +982,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +994,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +1007,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -864,7 +1055,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1067,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1080,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -916,7 +1107,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1119,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1132,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -962,7 +1153,23 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"\x8f\x01\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"-\n" +
+	"\fScrubRequest\x12\x1d\n" +
+	"\n" +
+	"rate_bytes\x18\x01 \x01(\x04R\trateBytes\"\x83\x01\n" +
+	"\rScrubProgress\x12\x1d\n" +
+	"\n" +
+	"done_bytes\x18\x01 \x01(\x04R\tdoneBytes\x12\x1f\n" +
+	"\vtotal_bytes\x18\x02 \x01(\x04R\n" +
+	"totalBytes\x122\n" +
+	"\x06report\x18\x03 \x01(\v2\x1a.computerfs.v1.ScrubReportR\x06report\"\x9d\x01\n" +
+	"\vScrubReport\x12\x16\n" +
+	"\x06chunks\x18\x01 \x01(\x03R\x06chunks\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x04R\x05bytes\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05files\x18\x04 \x01(\x03R\x05files\x12\x16\n" +
+	"\x06damage\x18\x05 \x03(\tR\x06damage\x12\x18\n" +
+	"\aseconds\x18\x06 \x01(\x01R\aseconds\"\x8f\x01\n" +
 	"\n" +
 	"ChunkStats\x12\x16\n" +
 	"\x06chunks\x18\x01 \x01(\x04R\x06chunks\x12#\n" +
@@ -1051,13 +1258,14 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xd3\x02\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\x99\x03\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
 	"\x04Fsck\x12\x1a.computerfs.v1.FsckRequest\x1a\x1b.computerfs.v1.FsckResponse\x129\n" +
 	"\x02GC\x12\x18.computerfs.v1.GCRequest\x1a\x19.computerfs.v1.GCResponse\x12B\n" +
-	"\x05Limit\x12\x1b.computerfs.v1.LimitRequest\x1a\x1c.computerfs.v1.LimitResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\x05Limit\x12\x1b.computerfs.v1.LimitRequest\x1a\x1c.computerfs.v1.LimitResponse\x12D\n" +
+	"\x05Scrub\x12\x1b.computerfs.v1.ScrubRequest\x1a\x1c.computerfs.v1.ScrubProgress0\x01B2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -1071,45 +1279,51 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_daemon_proto_goTypes = []any{
-	(*ChunkStats)(nil),     // 0: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),  // 1: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),         // 2: computerfs.v1.FuseOp
-	(*Commit)(nil),         // 3: computerfs.v1.Commit
-	(*StatusResponse)(nil), // 4: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),   // 5: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),  // 6: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),    // 7: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),   // 8: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),      // 9: computerfs.v1.GCRequest
-	(*GCResponse)(nil),     // 10: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),   // 11: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),  // 12: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),    // 13: computerfs.v1.BackendInfo
+	(*ScrubRequest)(nil),   // 0: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),  // 1: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),    // 2: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),     // 3: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),  // 4: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),         // 5: computerfs.v1.FuseOp
+	(*Commit)(nil),         // 6: computerfs.v1.Commit
+	(*StatusResponse)(nil), // 7: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),   // 8: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),  // 9: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),    // 10: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),   // 11: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),      // 12: computerfs.v1.GCRequest
+	(*GCResponse)(nil),     // 13: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),   // 14: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),  // 15: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),    // 16: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	0,  // 0: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	3,  // 1: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	2,  // 2: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	13, // 3: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	0,  // 4: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	0,  // 5: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	1,  // 6: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	5,  // 7: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	7,  // 8: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	9,  // 9: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	11, // 10: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	4,  // 11: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	6,  // 12: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	8,  // 13: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	10, // 14: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	12, // 15: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	2,  // 0: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	3,  // 1: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	6,  // 2: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	5,  // 3: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	16, // 4: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	3,  // 5: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	3,  // 6: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	4,  // 7: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	8,  // 8: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	10, // 9: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	12, // 10: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	14, // 11: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	0,  // 12: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	7,  // 13: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	9,  // 14: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	11, // 15: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	13, // 16: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	15, // 17: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	1,  // 18: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_daemon_proto_init() }
@@ -1124,7 +1338,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	Daemon_Fsck_FullMethodName   = "/computerfs.v1.Daemon/Fsck"
 	Daemon_GC_FullMethodName     = "/computerfs.v1.Daemon/GC"
 	Daemon_Limit_FullMethodName  = "/computerfs.v1.Daemon/Limit"
+	Daemon_Scrub_FullMethodName  = "/computerfs.v1.Daemon/Scrub"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -49,6 +50,11 @@ type DaemonClient interface {
 	// Limit reads the size limit, and sets it when set is true; a limit
 	// below what the workspace stores is refused (INVALID_ARGUMENT).
 	Limit(ctx context.Context, in *LimitRequest, opts ...grpc.CallOption) (*LimitResponse, error)
+	// Scrub reads and verifies every chunk and record of the store, a
+	// batch per read transaction (commits never wait long for it), at a
+	// bounded rate; it streams its progress, then its report, last.
+	// Cancelling the call stops it.
+	Scrub(ctx context.Context, in *ScrubRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScrubProgress], error)
 }
 
 type daemonClient struct {
@@ -109,6 +115,25 @@ func (c *daemonClient) Limit(ctx context.Context, in *LimitRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *daemonClient) Scrub(ctx context.Context, in *ScrubRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScrubProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[0], Daemon_Scrub_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ScrubRequest, ScrubProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_ScrubClient = grpc.ServerStreamingClient[ScrubProgress]
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -126,6 +151,11 @@ type DaemonServer interface {
 	// Limit reads the size limit, and sets it when set is true; a limit
 	// below what the workspace stores is refused (INVALID_ARGUMENT).
 	Limit(context.Context, *LimitRequest) (*LimitResponse, error)
+	// Scrub reads and verifies every chunk and record of the store, a
+	// batch per read transaction (commits never wait long for it), at a
+	// bounded rate; it streams its progress, then its report, last.
+	// Cancelling the call stops it.
+	Scrub(*ScrubRequest, grpc.ServerStreamingServer[ScrubProgress]) error
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -150,6 +180,9 @@ func (UnimplementedDaemonServer) GC(context.Context, *GCRequest) (*GCResponse, e
 }
 func (UnimplementedDaemonServer) Limit(context.Context, *LimitRequest) (*LimitResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Limit not implemented")
+}
+func (UnimplementedDaemonServer) Scrub(*ScrubRequest, grpc.ServerStreamingServer[ScrubProgress]) error {
+	return status.Errorf(codes.Unimplemented, "method Scrub not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -262,6 +295,17 @@ func _Daemon_Limit_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Scrub_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ScrubRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DaemonServer).Scrub(m, &grpc.GenericServerStream[ScrubRequest, ScrubProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_ScrubServer = grpc.ServerStreamingServer[ScrubProgress]
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -290,6 +334,12 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Daemon_Limit_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Scrub",
+			Handler:       _Daemon_Scrub_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "daemon.proto",
 }
