@@ -27,6 +27,8 @@ type snapshot struct {
 	// stored is set by apply: the change of each file's count of stored
 	// chunks, for its node once the commit is done.
 	stored map[Ino]int64
+	// epoch is set by apply: the commit's epoch.
+	epoch uint64
 }
 
 type inodeSnap struct {
@@ -162,6 +164,7 @@ func (f *FS) commitOnce() {
 		return
 	}
 	f.used = st.UniqueBytes
+	f.epoch = snap.epoch
 	f.cleanAfterCommitLocked(snap)
 }
 
@@ -169,6 +172,9 @@ func (f *FS) commitOnce() {
 // added before old ones are dropped, so a chunk shared by a change and a
 // removal in the same snapshot survives.
 func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
+	// Every record this commit writes is born at its epoch.
+	epoch := f.epoch + 1
+	tx.SetEpoch(epoch)
 	var unref []chunkstore.ID
 	// sums are the changes to chunk list summaries (fsums), written
 	// last: a record's old value counts out, its new one in. A damaged
@@ -310,6 +316,10 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
 		return err
 	}
+	if err := meta.Put(keyEpoch, inoKey(Ino(epoch))); err != nil {
+		return err
+	}
+	snap.epoch = epoch
 	if snap.hasLim {
 		if err := meta.Put(keyLimit, inoKey(Ino(snap.limit))); err != nil {
 			return err

@@ -107,13 +107,16 @@ type FS struct {
 	chunkSize int
 	interval  time.Duration
 
-	mu       sync.Mutex
-	cond     *sync.Cond // broadcast on every slot, buffer and commit change
-	nodes    map[Ino]*node
-	dirty    map[Ino]*node // nodes with changes not yet committed
-	dead     map[Ino]bool  // inodes to delete from the store at the next commit
-	gen      uint64        // bumped by every change; orders changes and snapshots
-	nextIno  Ino
+	mu      sync.Mutex
+	cond    *sync.Cond // broadcast on every slot, buffer and commit change
+	nodes   map[Ino]*node
+	dirty   map[Ino]*node // nodes with changes not yet committed
+	dead    map[Ino]bool  // inodes to delete from the store at the next commit
+	gen     uint64        // bumped by every change; orders changes and snapshots
+	nextIno Ino
+	// epoch is the last commit's number (meta/epoch); only the committer
+	// (and load, before it starts) touches it.
+	epoch    uint64
 	limit    uint64
 	limitGen uint64 // gen of an uncommitted limit change, 0 if none
 	used     uint64 // unique plaintext bytes stored, as of the last commit
@@ -269,6 +272,10 @@ func (f *FS) load(opts Options) error {
 			return fmt.Errorf("%w: bad next_ino record", chunkstore.ErrCorrupt)
 		}
 		f.nextIno = Ino(next)
+		if v, err = meta.Get(keyEpoch); err != nil {
+			return err
+		}
+		f.epoch, _ = u64(v) // none yet: 0, before the first commit
 		v, err = meta.Get(keyLimit)
 		if err != nil {
 			return err

@@ -22,6 +22,9 @@ var (
 var (
 	keyNextIno = []byte("next_ino")
 	keyLimit   = []byte("limit_bytes")
+	// keyEpoch is the number of the last commit: every record a commit
+	// writes is born at its epoch (fs/SNAPSHOTS.md).
+	keyEpoch = []byte("epoch")
 )
 
 // Ino is an inode number: the FUSE node ID and st_ino. Never reused.
