@@ -673,8 +673,13 @@ func (s *Store) Wrap(btx *bolt.Tx) *Tx { return &Tx{Tx: btx, s: s} }
 type Tx struct {
 	*bolt.Tx
 	s     *Store
-	epoch uint64 // the birth epoch of the records it writes (SetEpoch)
+	epoch uint64          // the birth epoch of the records it writes (SetEpoch)
+	rec   sealed.Recorder // sees the versions it replaces (SetRecorder)
 }
+
+// SetRecorder has rec see every version of a record that Sealed buckets
+// replace or delete from now on in this transaction (package versions).
+func (t *Tx) SetRecorder(rec sealed.Recorder) { t.rec = rec }
 
 // SetEpoch sets the birth epoch that the records written through Sealed
 // get from now on in this transaction: fs's commit number (see
@@ -755,7 +760,13 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // Sealed returns bucket name of the transaction with its records'
 // seals verified on every read and made on every write (package sealed).
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
-func (t *Tx) Sealed(name []byte) sealed.Bucket { return sealed.InAt(t.Tx, name, t.epoch) }
+func (t *Tx) Sealed(name []byte) sealed.Bucket {
+	b := sealed.InAt(t.Tx, name, t.epoch)
+	if t.rec != nil {
+		b = b.WithRecorder(t.rec)
+	}
+	return b
+}
 
 // damaged logs a damaged record of this package's buckets and returns
 // err wrapped with ErrCorrupt (EIO).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/versions"
 )
 
 // snapshot is every uncommitted change at one instant, taken under mu.
@@ -175,6 +176,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	// Every record this commit writes is born at its epoch.
 	epoch := f.epoch + 1
 	tx.SetEpoch(epoch)
+	rec, err := versions.NewRecorder(tx.Tx, epoch)
+	if err != nil {
+		return err
+	}
+	tx.SetRecorder(rec)
 	var unref []chunkstore.ID
 	// sums are the changes to chunk list summaries (fsums), written
 	// last: a record's old value counts out, its new one in. A damaged
@@ -240,30 +246,45 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		for k, v, err := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(start) {
 			// A damaged record's chunk keeps a reference too many
 			// (fsck repairs counts): never unreference a misread ID.
+			var old []byte
 			if err != nil {
 				f.reportDamage(err)
 			} else if len(v) == chunkstore.IDSize {
-				unref = append(unref, chunkstore.ID(v))
+				old = v
 				sum(t.ino).add(binary.BigEndian.Uint64(k[8:]), v, -1)
 			}
-			if err := c.Delete(); err != nil {
+			kept, err := c.DeleteKept()
+			if err != nil {
 				return err
+			}
+			// A version a snapshot keeps keeps its chunk too.
+			if old != nil && !kept {
+				unref = append(unref, chunkstore.ID(old))
 			}
 		}
 	}
 	for _, s := range snap.slots {
 		k := chunkKey(s.ino, s.idx)
+		var old *chunkstore.ID
 		if v, err := chunks.Get(k); err != nil {
 			f.reportDamage(err) // as above
 		} else if len(v) == chunkstore.IDSize {
-			unref = append(unref, chunkstore.ID(v))
+			id := chunkstore.ID(v)
+			old = &id
 			sum(s.ino).add(s.idx, v, -1)
+		}
+		dropOld := func(kept bool) {
+			if old != nil && !kept {
+				unref = append(unref, *old)
+			}
 		}
 		switch {
 		case s.hole:
-			if err := chunks.Delete(k); err != nil {
+			kept, err := chunks.DeleteKept(k)
+			if err != nil {
 				return err
 			}
+			dropOld(kept)
 			continue
 		case s.shared:
 			if err := tx.Ref(s.prep.ID); err != nil {
@@ -274,9 +295,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 				return err
 			}
 		}
-		if err := chunks.Put(k, s.prep.ID[:]); err != nil {
+		kept, err := chunks.PutKept(k, s.prep.ID[:])
+		if err != nil {
 			return err
 		}
+		dropOld(kept)
 		sum(s.ino).add(s.idx, s.prep.ID[:], +1)
 	}
 	for _, ino := range snap.dead {

@@ -16,6 +16,8 @@ var (
 	bucketOrphans = []byte("orphans")
 	bucketMeta    = []byte("meta")
 	bucketSums    = []byte("fsums")
+	// bucketSnapshots: name → snapshot record (snapshot.go).
+	bucketSnapshots = []byte("snapshots")
 )
 
 // Keys of the fs layer in the shared meta bucket.

@@ -156,7 +156,35 @@ func SealFormat3(bucket, key, val []byte) []byte {
 type Bucket struct {
 	b     *bolt.Bucket
 	name  []byte
-	epoch uint64 // the birth epoch Put gives values
+	epoch uint64   // the birth epoch Put gives values
+	rec   Recorder // sees every version replaced or deleted; nil: none
+}
+
+// A Recorder keeps the versions that snapshots still need (see
+// fs/SNAPSHOTS.md). Change is called before bucket's value under key
+// is replaced (deleted false) or deleted, with the sealed envelope it
+// had (nil if none): it returns whether it kept that version, so that
+// whoever drops a reference the old value held (a chunk) keeps it.
+type Recorder interface {
+	Change(bucket, key, old []byte, deleted bool) (kept bool, err error)
+}
+
+// WithRecorder returns b with every Put and Delete shown to r first.
+func (b Bucket) WithRecorder(r Recorder) Bucket {
+	b.rec = r
+	return b
+}
+
+// change tells the recorder, if any, of a change to key.
+func (b Bucket) change(key []byte, deleted bool) (bool, error) {
+	if b.rec == nil || b.b == nil {
+		return false, nil
+	}
+	old := b.b.Get(key)
+	if old == nil && deleted {
+		return false, nil
+	}
+	return b.rec.Change(b.name, key, old, deleted)
 }
 
 // ErrNoBucket is returned by writes to a bucket the transaction lacks.
@@ -208,8 +236,36 @@ func (b Bucket) Put(key, val []byte) error {
 	if b.b == nil {
 		return fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
 	}
+	if _, err := b.change(key, false); err != nil {
+		return err
+	}
 	out := make([]byte, 0, len(val)+Size)
 	return b.b.Put(key, Append(b.name, key, append(out, val...), b.epoch))
+}
+
+// PutKept is Put that says whether the recorder kept the version it
+// replaced.
+func (b Bucket) PutKept(key, val []byte) (kept bool, err error) {
+	if b.b == nil {
+		return false, fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
+	}
+	if kept, err = b.change(key, false); err != nil {
+		return false, err
+	}
+	out := make([]byte, 0, len(val)+Size)
+	return kept, b.b.Put(key, Append(b.name, key, append(out, val...), b.epoch))
+}
+
+// DeleteKept is Delete that says whether the recorder kept the version
+// it deleted.
+func (b Bucket) DeleteKept(key []byte) (kept bool, err error) {
+	if b.b == nil {
+		return false, nil
+	}
+	if kept, err = b.change(key, true); err != nil {
+		return false, err
+	}
+	return kept, b.b.Delete(key)
 }
 
 // PutSealed stores a value already sealed with Append for this bucket
@@ -223,10 +279,8 @@ func (b Bucket) PutSealed(key, sealed []byte) error {
 
 // Delete deletes key.
 func (b Bucket) Delete(key []byte) error {
-	if b.b == nil {
-		return nil
-	}
-	return b.b.Delete(key)
+	_, err := b.DeleteKept(key)
+	return err
 }
 
 // Cursor returns a cursor over the bucket's verified values.
@@ -234,7 +288,7 @@ func (b Bucket) Cursor() *Cursor {
 	if b.b == nil {
 		return &Cursor{name: b.name}
 	}
-	return &Cursor{c: b.b.Cursor(), name: b.name}
+	return &Cursor{c: b.b.Cursor(), name: b.name, b: b}
 }
 
 // ForEach calls fn for every record in key order, stopping at the first
@@ -298,9 +352,12 @@ func (b Bucket) WalkRange(after []byte, n int, fn func(k, v []byte, damage error
 type Cursor struct {
 	c    *bolt.Cursor
 	name []byte
+	b    Bucket // for the recorder
+	k, v []byte // the record under the cursor, raw
 }
 
 func (c *Cursor) open(k, v []byte) ([]byte, []byte, error) {
+	c.k, c.v = k, v
 	if k == nil {
 		return nil, nil, nil
 	}
@@ -356,8 +413,22 @@ func (c *Cursor) Seek(key []byte) ([]byte, []byte, error) {
 
 // Delete deletes the record under the cursor.
 func (c *Cursor) Delete() error {
+	_, err := c.DeleteKept()
+	return err
+}
+
+// DeleteKept is Delete that says whether the recorder kept the version
+// it deleted.
+func (c *Cursor) DeleteKept() (bool, error) {
 	if c.c == nil {
-		return nil
+		return false, nil
 	}
-	return c.c.Delete()
+	var kept bool
+	if c.b.rec != nil && c.k != nil {
+		var err error
+		if kept, err = c.b.rec.Change(c.name, c.k, c.v, true); err != nil {
+			return false, err
+		}
+	}
+	return kept, c.c.Delete()
 }

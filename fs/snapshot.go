@@ -1,0 +1,236 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/versions"
+)
+
+// Snapshot is a named, read-only state of the workspace: the state after
+// the commit of epoch Epoch (fs/SNAPSHOTS.md).
+type Snapshot struct {
+	Name    string
+	Epoch   uint64
+	Created int64 // nanoseconds since the epoch
+}
+
+// ErrSnapshotExists and ErrNoSnapshot are returned for names taken or
+// missing.
+var (
+	ErrSnapshotExists = fmt.Errorf("snapshot exists: %w", syscall.EEXIST)
+	ErrNoSnapshot     = fmt.Errorf("no such snapshot: %w", syscall.ENOENT)
+)
+
+func encodeSnapshot(s Snapshot) []byte {
+	b := binary.BigEndian.AppendUint64(nil, s.Epoch)
+	return binary.BigEndian.AppendUint64(b, uint64(s.Created))
+}
+
+func decodeSnapshot(name string, b []byte) (Snapshot, error) {
+	if len(b) != 16 {
+		return Snapshot{}, fmt.Errorf("snapshot %q: %w: %d bytes", name, errBadRecord, len(b))
+	}
+	return Snapshot{Name: name, Epoch: binary.BigEndian.Uint64(b), Created: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+}
+
+func checkSnapshotName(name string) error {
+	if name == "" || len(name) > 255 || bytes.ContainsAny([]byte(name), "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("snapshot name %q: want 1 to 255 bytes, no / or NUL: %w", name, syscall.EINVAL)
+	}
+	return nil
+}
+
+// CreateSnapshot names the workspace's state as of now: it commits what
+// is pending, then records the last commit's epoch. It costs one small
+// commit whatever the workspace's size; the versions it pins are kept
+// only as later commits replace them.
+func (f *FS) CreateSnapshot(ctx context.Context, name string) (Snapshot, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return Snapshot{}, err
+	}
+	if err := f.Sync(ctx); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot %s: commit what is pending: %w", name, err)
+	}
+	var snap Snapshot
+	err := f.update(func(tx *chunkstore.Tx) error {
+		b := tx.Sealed(bucketSnapshots)
+		if v, err := b.Get([]byte(name)); err != nil {
+			return err
+		} else if v != nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrSnapshotExists)
+		}
+		v, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+		if err != nil {
+			return err
+		}
+		epoch, _ := u64(v)
+		snap = Snapshot{Name: name, Epoch: epoch, Created: time.Now().UnixNano()}
+		if err := b.Put([]byte(name), encodeSnapshot(snap)); err != nil {
+			return err
+		}
+		return tx.Bucket(versions.BucketSnapEpochs).Put(append(binary.BigEndian.AppendUint64(nil, epoch), name...), nil)
+	})
+	return snap, err
+}
+
+// Snapshots lists the snapshots by name.
+func (f *FS) Snapshots() ([]Snapshot, error) {
+	var out []Snapshot
+	err := f.view(func(tx *chunkstore.Tx) error {
+		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			s, err := decodeSnapshot(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SnapshotView reads the workspace as snapshot name has it.
+func (f *FS) SnapshotView(name string) (*View, error) {
+	var snap Snapshot
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err = decodeSnapshot(name, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &View{f: f, Snapshot: snap}, nil
+}
+
+// View is a read-only view of a snapshot. Each call is one read
+// transaction of the store.
+type View struct {
+	f *FS
+	Snapshot
+}
+
+func (v *View) at(fn func(tx *chunkstore.Tx, at *versions.At) error) error {
+	return v.f.view(func(tx *chunkstore.Tx) error { return fn(tx, versions.NewAt(tx.Tx, v.Epoch)) })
+}
+
+func getAttrAt(at *versions.At, ino Ino) (Attr, string, error) {
+	b, err := at.Get(bucketInodes, inoKey(ino))
+	if err != nil {
+		return Attr{}, "", err
+	}
+	if b == nil {
+		return Attr{}, "", syscall.ENOENT
+	}
+	return decodeInode(ino, b)
+}
+
+// GetAttr is an inode's attributes in the snapshot.
+func (v *View) GetAttr(ino Ino) (a Attr, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		a, _, err = getAttrAt(at, ino)
+		return err
+	})
+	return a, err
+}
+
+// Lookup finds name in directory parent of the snapshot.
+func (v *View) Lookup(parent Ino, name string) (a Attr, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		b, err := at.Get(bucketDirents, direntKey(parent, name))
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return syscall.ENOENT
+		}
+		d, err := decodeDirent(b)
+		if err != nil {
+			return err
+		}
+		a, _, err = getAttrAt(at, d.Ino)
+		return err
+	})
+	return a, err
+}
+
+// ReadDir lists directory ino of the snapshot, without . and ..
+func (v *View) ReadDir(ino Ino) (out []DirEntry, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		return at.Prefix(bucketDirents, inoKey(ino), func(k, b []byte) error {
+			d, err := decodeDirent(b)
+			if err != nil {
+				return err
+			}
+			out = append(out, DirEntry{Name: string(k[8:]), Ino: d.Ino, Type: d.Type})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Readlink is a symlink's target in the snapshot.
+func (v *View) Readlink(ino Ino) (target string, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		a, t, err := getAttrAt(at, ino)
+		if err == nil && !a.IsSymlink() {
+			err = syscall.EINVAL
+		}
+		target = t
+		return err
+	})
+	return target, err
+}
+
+// Read reads file ino of the snapshot at off into dest.
+func (v *View) Read(ino Ino, off int64, dest []byte) (n int, err error) {
+	cs := int64(v.f.chunkSize)
+	err = v.at(func(tx *chunkstore.Tx, at *versions.At) error {
+		a, _, err := getAttrAt(at, ino)
+		if err != nil {
+			return err
+		}
+		if !a.IsRegular() {
+			return syscall.EISDIR
+		}
+		end := min(off+int64(len(dest)), int64(a.Size))
+		for pos := off; pos < end; {
+			idx := pos / cs
+			piece := min(end-pos, cs-pos%cs)
+			out := dest[pos-off : pos-off+piece]
+			b, err := at.Get(bucketChunks, chunkKey(ino, uint64(idx)))
+			if err != nil {
+				return err
+			}
+			clear(out)
+			if b != nil {
+				if len(b) != chunkstore.IDSize {
+					return fmt.Errorf("chunk %d of inode %d: %w", idx, ino, syscall.EIO)
+				}
+				data, err := tx.Get(chunkstore.ID(b), nil)
+				if err != nil {
+					return err
+				}
+				if s := pos % cs; s < int64(len(data)) {
+					copy(out, data[s:])
+				}
+			}
+			pos += piece
+		}
+		n = int(max(end-off, 0))
+		return nil
+	})
+	return n, err
+}
