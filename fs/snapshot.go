@@ -234,3 +234,131 @@ func (v *View) Read(ino Ino, off int64, dest []byte) (n int, err error) {
 	})
 	return n, err
 }
+
+// RestoreReport says what a restore changed.
+type RestoreReport struct {
+	Records int // records put back or removed
+	Seconds float64
+}
+
+// RestoreSnapshot puts a closed workspace back as snapshot name has it,
+// in one commit: every record changed since gets its version then back,
+// and what did not exist then is removed. It costs in proportion to
+// what changed since the snapshot, not to the workspace. The snapshot
+// stays; later snapshots stay too, and keep what they saw.
+func RestoreSnapshot(store *chunkstore.Store, name string) (*RestoreReport, error) {
+	start := time.Now()
+	rep := &RestoreReport{}
+	err := store.Update(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err := decodeSnapshot(name, v)
+		if err != nil {
+			return err
+		}
+		ev, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+		if err != nil {
+			return err
+		}
+		last, _ := u64(ev)
+		epoch := last + 1
+		tx.SetEpoch(epoch)
+		rec, err := versions.NewRecorder(tx.Tx, epoch)
+		if err != nil {
+			return err
+		}
+		tx.SetRecorder(rec)
+		type change struct {
+			bucket []byte
+			key    []byte
+		}
+		seen := make(map[string]bool)
+		var todo []change
+		err = versions.Changed(tx.Tx, snap.Epoch, func(id byte, key []byte) error {
+			bn := versions.Name(id)
+			if bn == "" {
+				return fmt.Errorf("change of unknown bucket id %d: %w", id, errBadRecord)
+			}
+			if k := string(id) + string(key); !seen[k] {
+				seen[k] = true
+				todo = append(todo, change{[]byte(bn), bytes.Clone(key)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		at := versions.NewAt(tx.Tx, snap.Epoch)
+		var ref, unref []chunkstore.ID
+		for _, c := range todo {
+			then, err := at.Get(c.bucket, c.key)
+			if err != nil {
+				return err
+			}
+			then = bytes.Clone(then)
+			b := tx.Sealed(c.bucket)
+			now, err := b.Get(c.key)
+			if err != nil {
+				return err
+			}
+			if then == nil && now == nil {
+				continue
+			}
+			if then != nil && now != nil && bytes.Equal(then, now) {
+				continue
+			}
+			chunks := bytes.Equal(c.bucket, bucketChunks)
+			var kept bool
+			if then == nil {
+				kept, err = b.DeleteKept(c.key)
+			} else {
+				kept, err = b.PutKept(c.key, then)
+			}
+			if err != nil {
+				return err
+			}
+			if chunks {
+				if now != nil && len(now) == chunkstore.IDSize && !kept {
+					unref = append(unref, chunkstore.ID(now))
+				}
+				if then != nil && len(then) == chunkstore.IDSize {
+					ref = append(ref, chunkstore.ID(then))
+				}
+			}
+			rep.Records++
+		}
+		// An inode put back linked must not be purged as an orphan of
+		// the state it replaced.
+		for _, c := range todo {
+			if bytes.Equal(c.bucket, bucketInodes) {
+				if v, err := tx.Sealed(bucketInodes).Get(c.key); err == nil && v != nil {
+					if a, _, err := decodeInode(keyIno(c.key), v); err == nil && a.Nlink > 0 {
+						if err := tx.Sealed(bucketOrphans).Delete(c.key); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		// References: the new ones first, so that a chunk moving from
+		// one record to another survives.
+		for _, id := range ref {
+			if err := tx.Ref(id); err != nil {
+				return fmt.Errorf("restore %s: a chunk the snapshot needs: %w", name, err)
+			}
+		}
+		for _, id := range unref {
+			if err := tx.Unref(id); err != nil {
+				return err
+			}
+		}
+		return tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(epoch)))
+	})
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}

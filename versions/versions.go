@@ -215,3 +215,31 @@ func (a *At) Prefix(bucket, prefix []byte, fn func(k, v []byte) error) error {
 	}
 	return nil
 }
+
+// Changed calls fn with every versioned (bucket id, key) whose value may
+// differ between the epoch and now: live records born after it, and
+// versions that died after it. A key can come twice.
+func Changed(tx *bolt.Tx, epoch uint64, fn func(id byte, key []byte) error) error {
+	for _, name := range [][]byte{BucketBirths, BucketDeaths} {
+		c := tx.Bucket(name).Cursor()
+		for k, _ := c.Seek(be64(epoch + 1)); k != nil; k, _ = c.Next() {
+			if len(k) < 9 {
+				return fmt.Errorf("%s key %x: %w", name, k, sealed.ErrDamaged)
+			}
+			if err := fn(k[8], k[9:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Name is the bucket name of a versioned bucket id ("" if none).
+func Name(id byte) string {
+	for n, i := range ids {
+		if i == id {
+			return n
+		}
+	}
+	return ""
+}
