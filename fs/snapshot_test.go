@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 )
@@ -320,3 +323,91 @@ func TestRestoreSnapshot(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+const restoreWorkerEnv = "COMPUTERFS_RESTORE_WORKER"
+
+// TestRestoreWorker is TestRestoreKill's child: it restores the store
+// named in its environment to "a", then "b", then "a"... until killed.
+func TestRestoreWorker(t *testing.T) {
+	path := os.Getenv(restoreWorkerEnv)
+	if path == "" {
+		t.Skip("TestRestoreKill's child process")
+	}
+	st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := RestoreSnapshot(st, []string{"a", "b"}[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRestoreKill: kill -9 during restores leaves the tree of one
+// snapshot or the other, never a mix, and a store fsck finds clean.
+func TestRestoreKill(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Caller{}
+	files := func(gen byte) {
+		for i := range 30 {
+			name := fmt.Sprintf("f%02d", i)
+			a, err := f.Lookup(c, RootIno, name)
+			if err != nil {
+				a, err = f.Create(c, RootIno, name, NewNode{Mode: syscall.S_IFREG | 0o644})
+			} else {
+				_, err = f.Open(a.Ino)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(ctx, a.Ino, 0, bytes.Repeat([]byte{gen, byte(i)}, 3000+int(gen)*100), false)
+			f.Release(a.Ino)
+		}
+	}
+	files(1)
+	f.CreateSnapshot(ctx, "a")
+	wantA := manifest(t, f)
+	files(2)
+	f.Unlink(RootIno, "f07")
+	f.CreateSnapshot(ctx, "b")
+	wantB := manifest(t, f)
+	f.Close()
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreWorker$")
+		cmd.Env = append(os.Environ(), restoreWorkerEnv+"="+path)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(20+round*13%80) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatalf("round %d: open after kill -9: %v", round, err)
+		}
+		r, err := Check(st, false)
+		st.Close()
+		if err != nil || !r.Clean() {
+			t.Fatalf("round %d: fsck after kill -9: %v %q", round, err, r.Problems)
+		}
+		f, err := Open(path, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := manifest(t, f)
+		f.Close()
+		if got != wantA && got != wantB {
+			t.Fatalf("round %d: the tree is neither snapshot's:\n%s", round, got)
+		}
+	}
+}
