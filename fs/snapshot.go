@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
 )
 
@@ -360,5 +361,69 @@ func RestoreSnapshot(store *chunkstore.Store, name string) (*RestoreReport, erro
 		return tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(epoch)))
 	})
 	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+// ListSnapshots lists the snapshots of a store, open or not.
+func ListSnapshots(store *chunkstore.Store) ([]Snapshot, error) {
+	var out []Snapshot
+	err := store.View(func(tx *chunkstore.Tx) error {
+		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			s, err := decodeSnapshot(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteSnapshotReport says what deleting a snapshot freed.
+type DeleteSnapshotReport struct {
+	Versions int // record versions no other snapshot needed, dropped
+	Chunks   int // chunk references they held, released
+}
+
+// DeleteSnapshot deletes snapshot name and the record versions only it
+// needed, releasing their chunks, in one commit. It reads the whole
+// history of kept versions (what snapshots hold), not the workspace.
+// The store may be in use by an FS: nothing of the live tree changes.
+func DeleteSnapshot(store *chunkstore.Store, name string) (*DeleteSnapshotReport, error) {
+	rep := &DeleteSnapshotReport{}
+	err := store.Update(func(tx *chunkstore.Tx) error {
+		b := tx.Sealed(bucketSnapshots)
+		v, err := b.Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err := decodeSnapshot(name, v)
+		if err != nil {
+			return err
+		}
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(versions.BucketSnapEpochs).Delete(append(binary.BigEndian.AppendUint64(nil, snap.Epoch), name...)); err != nil {
+			return err
+		}
+		_, err = versions.Unpinned(tx.Tx, func(id byte, key, sealedVal []byte) error {
+			rep.Versions++
+			if versions.Name(id) != string(bucketChunks) {
+				return nil
+			}
+			val, err := sealed.Open(bucketChunks, key, sealedVal)
+			if err != nil || len(val) != chunkstore.IDSize {
+				return nil // a damaged version: its reference stays (fsck)
+			}
+			rep.Chunks++
+			return tx.Unref(chunkstore.ID(val))
+		})
+		return err
+	})
 	return rep, err
 }

@@ -411,3 +411,69 @@ func TestRestoreKill(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteSnapshot: deleting a snapshot frees the versions and chunks
+// only it held, keeps what another snapshot still needs, and leaves a
+// store fsck finds clean.
+func TestDeleteSnapshot(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := f.Create(Caller{}, RootIno, "a", NewNode{Mode: syscall.S_IFREG | 0o644})
+	put := func(b byte) {
+		f.Open(a.Ino)
+		f.Write(ctx, a.Ino, 0, bytes.Repeat([]byte{b}, 8192), false)
+		f.Release(a.Ino)
+	}
+	put(1)
+	f.CreateSnapshot(ctx, "one")
+	put(2)
+	f.CreateSnapshot(ctx, "two")
+	put(3)
+	f.Close()
+	st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	chunks := func() uint64 {
+		var n uint64
+		st.View(func(tx *chunkstore.Tx) error { s, _ := tx.Stats(); n = s.Chunks; return nil })
+		return n
+	}
+	if n := chunks(); n != 3 { // the 1s, the 2s, the 3s: one distinct chunk each
+		t.Fatalf("%d chunks with two snapshots", n)
+	}
+	rep, err := DeleteSnapshot(st, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Chunks != 2 || chunks() != 2 {
+		t.Errorf("deleting one: %+v, %d chunks left, want 2 released and 2 left", rep, chunks())
+	}
+	if r, err := Check(st, false); err != nil || !r.Clean() {
+		t.Fatalf("fsck: %v %q", err, r.Problems)
+	}
+	if _, err := DeleteSnapshot(st, "one"); !errors.Is(err, ErrNoSnapshot) {
+		t.Errorf("a second delete: %v", err)
+	}
+	if _, err := RestoreSnapshot(st, "two"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeleteSnapshot(st, "two"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Check(st, false); err != nil || !r.Clean() {
+		t.Fatalf("fsck at the end: %v %q", err, r.Problems)
+	}
+	if gc, err := GC(st); err != nil || gc.ChunksFreed != 0 || gc.RefsCorrected != 0 {
+		t.Errorf("gc found leftovers: %+v %v", gc, err)
+	}
+	list, _ := ListSnapshots(st)
+	if len(list) != 0 {
+		t.Errorf("snapshots left: %+v", list)
+	}
+}

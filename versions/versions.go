@@ -243,3 +243,45 @@ func Name(id byte) string {
 	}
 	return ""
 }
+
+// Unpinned deletes every kept version that no snapshot needs any more
+// (after a snapshot was deleted), with its deaths entry, showing each to
+// fn first (its bucket id, key and sealed value) so that whoever holds
+// references for it can drop them. It returns how many it deleted.
+func Unpinned(tx *bolt.Tx, fn func(id byte, key, sealedVal []byte) error) (int, error) {
+	r, err := NewRecorder(tx, 0)
+	if err != nil {
+		return 0, err
+	}
+	h := tx.Bucket(BucketHistory)
+	type gone struct{ hk, dk []byte }
+	var drop []gone
+	c := h.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) < 1+8 {
+			return 0, fmt.Errorf("history key %x: %w", k, sealed.ErrDamaged)
+		}
+		id, key, death := k[0], k[1:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		name := Name(id)
+		_, birth, err := sealed.OpenBirth([]byte(name), key, v)
+		if err != nil {
+			continue // damaged: fsck's to report; kept
+		}
+		if r.pinned(birth, death) {
+			continue
+		}
+		if err := fn(id, bytes.Clone(key), bytes.Clone(v)); err != nil {
+			return 0, err
+		}
+		drop = append(drop, gone{bytes.Clone(k), append(be64(death), append([]byte{id}, key...)...)})
+	}
+	for _, g := range drop {
+		if err := h.Delete(g.hk); err != nil {
+			return 0, err
+		}
+		if err := tx.Bucket(BucketDeaths).Delete(g.dk); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), nil
+}
