@@ -284,6 +284,52 @@ func (s *DaemonServer) Scrub(req *pb.ScrubRequest, stream pb.Daemon_ScrubServer)
 	}})
 }
 
+// Snapshot creates, lists or deletes snapshots of the daemon's store.
+func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
+	info := func(sn fs.Snapshot) *pb.SnapshotInfo {
+		return &pb.SnapshotInfo{Name: valid(sn.Name), Epoch: sn.Epoch, CreatedUnixNs: sn.Created}
+	}
+	switch req.Op {
+	case "create":
+		sn, err := s.o.FS.CreateSnapshot(ctx, req.Name)
+		if err != nil {
+			return nil, status.Errorf(codeOf(err), "snapshot %s of %s: %v", req.Name, s.store, err)
+		}
+		return &pb.SnapshotResponse{Snapshots: []*pb.SnapshotInfo{info(sn)}}, nil
+	case "list":
+		list, err := fs.ListSnapshots(s.o.FS.Store())
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "snapshots of %s: %v", s.store, err)
+		}
+		r := &pb.SnapshotResponse{}
+		for _, sn := range list {
+			r.Snapshots = append(r.Snapshots, info(sn))
+		}
+		return r, nil
+	case "delete":
+		rep, err := fs.DeleteSnapshot(s.o.FS.Store(), req.Name)
+		if err != nil {
+			return nil, status.Errorf(codeOf(err), "delete snapshot %s of %s: %v", req.Name, s.store, err)
+		}
+		return &pb.SnapshotResponse{VersionsDropped: int64(rep.Versions), ChunksReleased: int64(rep.Chunks)}, nil
+	}
+	return nil, status.Errorf(codes.InvalidArgument, "snapshot op %q: want create, list or delete", req.Op)
+}
+
+// codeOf is the gRPC code of an fs error: not found, exists, invalid,
+// else internal.
+func codeOf(err error) codes.Code {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return codes.NotFound
+	case errors.Is(err, syscall.EEXIST):
+		return codes.AlreadyExists
+	case errors.Is(err, syscall.EINVAL):
+		return codes.InvalidArgument
+	}
+	return codes.Internal
+}
+
 func validAll(in []string) []string {
 	out := make([]string, len(in))
 	for i, s := range in {
@@ -378,6 +424,13 @@ func (c *DaemonClient) Scrub(ctx context.Context, rate uint64, progress func(don
 				Damage: r.Damage, Seconds: r.Seconds}, nil
 		}
 	}
+}
+
+// Snapshot runs a snapshot op ("create", "list", "delete") on the
+// daemon's store.
+func (c *DaemonClient) Snapshot(ctx context.Context, op, name string) (*pb.SnapshotResponse, error) {
+	r, err := c.c.Snapshot(ctx, &pb.SnapshotRequest{Op: op, Name: name})
+	return r, PlainError(err)
 }
 
 // GC is fs.GC of the daemon's store.

@@ -27,6 +27,178 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`     // "create", "list" or "delete"
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // create and delete
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRequest) Reset() {
+	*x = SnapshotRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRequest) ProtoMessage() {}
+
+func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SnapshotRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *SnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type SnapshotInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // the commit it is the state after
+	CreatedUnixNs int64                  `protobuf:"varint,3,opt,name=created_unix_ns,json=createdUnixNs,proto3" json:"created_unix_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotInfo) Reset() {
+	*x = SnapshotInfo{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotInfo) ProtoMessage() {}
+
+func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
+func (*SnapshotInfo) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SnapshotInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SnapshotInfo) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *SnapshotInfo) GetCreatedUnixNs() int64 {
+	if x != nil {
+		return x.CreatedUnixNs
+	}
+	return 0
+}
+
+type SnapshotResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Snapshots       []*SnapshotInfo        `protobuf:"bytes,1,rep,name=snapshots,proto3" json:"snapshots,omitempty"`                                     // list: all; create: the new one
+	VersionsDropped int64                  `protobuf:"varint,2,opt,name=versions_dropped,json=versionsDropped,proto3" json:"versions_dropped,omitempty"` // delete
+	ChunksReleased  int64                  `protobuf:"varint,3,opt,name=chunks_released,json=chunksReleased,proto3" json:"chunks_released,omitempty"`    // delete
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SnapshotResponse) Reset() {
+	*x = SnapshotResponse{}
+	mi := &file_daemon_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotResponse) ProtoMessage() {}
+
+func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
+func (*SnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
+	if x != nil {
+		return x.Snapshots
+	}
+	return nil
+}
+
+func (x *SnapshotResponse) GetVersionsDropped() int64 {
+	if x != nil {
+		return x.VersionsDropped
+	}
+	return 0
+}
+
+func (x *SnapshotResponse) GetChunksReleased() int64 {
+	if x != nil {
+		return x.ChunksReleased
+	}
+	return 0
+}
+
 type ScrubRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RateBytes     uint64                 `protobuf:"varint,1,opt,name=rate_bytes,json=rateBytes,proto3" json:"rate_bytes,omitempty"` // chunk bytes per second at most; 0: no bound
@@ -36,7 +208,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +220,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +233,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -84,7 +256,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +268,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +281,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -148,7 +320,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -160,7 +332,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -173,7 +345,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -231,7 +403,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +415,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +428,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -296,7 +468,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +480,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +493,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -344,7 +516,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +528,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +541,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -415,7 +587,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +599,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +612,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -522,7 +694,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +706,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +719,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -698,7 +870,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +882,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +895,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -741,7 +913,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +925,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +938,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -819,7 +991,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1003,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1016,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -862,7 +1034,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1046,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1059,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -940,7 +1112,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1124,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1137,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 // GCResponse is fs.GCReport.
@@ -982,7 +1154,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1166,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1179,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -1055,7 +1227,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1239,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1252,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -1107,7 +1279,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1291,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1304,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -1153,7 +1325,18 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"-\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"5\n" +
+	"\x0fSnapshotRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"`\n" +
+	"\fSnapshotInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
+	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\"\xa1\x01\n" +
+	"\x10SnapshotResponse\x129\n" +
+	"\tsnapshots\x18\x01 \x03(\v2\x1b.computerfs.v1.SnapshotInfoR\tsnapshots\x12)\n" +
+	"\x10versions_dropped\x18\x02 \x01(\x03R\x0fversionsDropped\x12'\n" +
+	"\x0fchunks_released\x18\x03 \x01(\x03R\x0echunksReleased\"-\n" +
 	"\fScrubRequest\x12\x1d\n" +
 	"\n" +
 	"rate_bytes\x18\x01 \x01(\x04R\trateBytes\"\x83\x01\n" +
@@ -1258,14 +1441,15 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\x99\x03\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xe6\x03\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
 	"\x04Fsck\x12\x1a.computerfs.v1.FsckRequest\x1a\x1b.computerfs.v1.FsckResponse\x129\n" +
 	"\x02GC\x12\x18.computerfs.v1.GCRequest\x1a\x19.computerfs.v1.GCResponse\x12B\n" +
 	"\x05Limit\x12\x1b.computerfs.v1.LimitRequest\x1a\x1c.computerfs.v1.LimitResponse\x12D\n" +
-	"\x05Scrub\x12\x1b.computerfs.v1.ScrubRequest\x1a\x1c.computerfs.v1.ScrubProgress0\x01B2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\x05Scrub\x12\x1b.computerfs.v1.ScrubRequest\x1a\x1c.computerfs.v1.ScrubProgress0\x01\x12K\n" +
+	"\bSnapshot\x12\x1e.computerfs.v1.SnapshotRequest\x1a\x1f.computerfs.v1.SnapshotResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -1279,51 +1463,57 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_daemon_proto_goTypes = []any{
-	(*ScrubRequest)(nil),   // 0: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),  // 1: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),    // 2: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),     // 3: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),  // 4: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),         // 5: computerfs.v1.FuseOp
-	(*Commit)(nil),         // 6: computerfs.v1.Commit
-	(*StatusResponse)(nil), // 7: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),   // 8: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),  // 9: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),    // 10: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),   // 11: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),      // 12: computerfs.v1.GCRequest
-	(*GCResponse)(nil),     // 13: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),   // 14: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),  // 15: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),    // 16: computerfs.v1.BackendInfo
+	(*SnapshotRequest)(nil),  // 0: computerfs.v1.SnapshotRequest
+	(*SnapshotInfo)(nil),     // 1: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 2: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 3: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 4: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 5: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 6: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 7: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 8: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 9: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 10: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 11: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 12: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 13: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 14: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 15: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 16: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 17: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 18: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 19: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	2,  // 0: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	3,  // 1: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	6,  // 2: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	5,  // 3: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	16, // 4: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	3,  // 5: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	3,  // 6: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	4,  // 7: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	8,  // 8: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	10, // 9: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	12, // 10: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	14, // 11: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	0,  // 12: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	7,  // 13: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	9,  // 14: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	11, // 15: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	13, // 16: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	15, // 17: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	1,  // 18: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	1,  // 0: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	5,  // 1: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	6,  // 2: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	9,  // 3: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	8,  // 4: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	19, // 5: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	6,  // 6: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	6,  // 7: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	7,  // 8: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	11, // 9: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	13, // 10: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	15, // 11: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	17, // 12: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	3,  // 13: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	0,  // 14: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	10, // 15: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	12, // 16: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	14, // 17: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	16, // 18: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	18, // 19: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	4,  // 20: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	2,  // 21: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	15, // [15:22] is the sub-list for method output_type
+	8,  // [8:15] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_daemon_proto_init() }
@@ -1338,7 +1528,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,12 +25,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Daemon_Status_FullMethodName = "/computerfs.v1.Daemon/Status"
-	Daemon_Stats_FullMethodName  = "/computerfs.v1.Daemon/Stats"
-	Daemon_Fsck_FullMethodName   = "/computerfs.v1.Daemon/Fsck"
-	Daemon_GC_FullMethodName     = "/computerfs.v1.Daemon/GC"
-	Daemon_Limit_FullMethodName  = "/computerfs.v1.Daemon/Limit"
-	Daemon_Scrub_FullMethodName  = "/computerfs.v1.Daemon/Scrub"
+	Daemon_Status_FullMethodName   = "/computerfs.v1.Daemon/Status"
+	Daemon_Stats_FullMethodName    = "/computerfs.v1.Daemon/Stats"
+	Daemon_Fsck_FullMethodName     = "/computerfs.v1.Daemon/Fsck"
+	Daemon_GC_FullMethodName       = "/computerfs.v1.Daemon/GC"
+	Daemon_Limit_FullMethodName    = "/computerfs.v1.Daemon/Limit"
+	Daemon_Scrub_FullMethodName    = "/computerfs.v1.Daemon/Scrub"
+	Daemon_Snapshot_FullMethodName = "/computerfs.v1.Daemon/Snapshot"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -55,6 +56,9 @@ type DaemonClient interface {
 	// bounded rate; it streams its progress, then its report, last.
 	// Cancelling the call stops it.
 	Scrub(ctx context.Context, in *ScrubRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScrubProgress], error)
+	// Snapshot creates, lists or deletes the workspace's snapshots
+	// (fs/SNAPSHOTS.md). Create commits what is pending first.
+	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
 }
 
 type daemonClient struct {
@@ -134,6 +138,16 @@ func (c *daemonClient) Scrub(ctx context.Context, in *ScrubRequest, opts ...grpc
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Daemon_ScrubClient = grpc.ServerStreamingClient[ScrubProgress]
 
+func (c *daemonClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SnapshotResponse)
+	err := c.cc.Invoke(ctx, Daemon_Snapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -156,6 +170,9 @@ type DaemonServer interface {
 	// bounded rate; it streams its progress, then its report, last.
 	// Cancelling the call stops it.
 	Scrub(*ScrubRequest, grpc.ServerStreamingServer[ScrubProgress]) error
+	// Snapshot creates, lists or deletes the workspace's snapshots
+	// (fs/SNAPSHOTS.md). Create commits what is pending first.
+	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -183,6 +200,9 @@ func (UnimplementedDaemonServer) Limit(context.Context, *LimitRequest) (*LimitRe
 }
 func (UnimplementedDaemonServer) Scrub(*ScrubRequest, grpc.ServerStreamingServer[ScrubProgress]) error {
 	return status.Errorf(codes.Unimplemented, "method Scrub not implemented")
+}
+func (UnimplementedDaemonServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Snapshot not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -306,6 +326,24 @@ func _Daemon_Scrub_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Daemon_ScrubServer = grpc.ServerStreamingServer[ScrubProgress]
 
+func _Daemon_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Snapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Snapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Snapshot(ctx, req.(*SnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -332,6 +370,10 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Limit",
 			Handler:    _Daemon_Limit_Handler,
+		},
+		{
+			MethodName: "Snapshot",
+			Handler:    _Daemon_Snapshot_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
