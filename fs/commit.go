@@ -176,7 +176,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	// Every record this commit writes is born at its epoch.
 	epoch := f.epoch + 1
 	tx.SetEpoch(epoch)
-	rec, err := versions.NewRecorder(tx.Tx, epoch)
+	rec, err := versions.Attach(tx.Tx, epoch)
 	if err != nil {
 		return err
 	}

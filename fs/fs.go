@@ -309,7 +309,7 @@ func (f *FS) load(opts Options) error {
 			// saw an orphan keeps its versions.
 			f.epoch++
 			tx.SetEpoch(f.epoch)
-			rec, err := versions.NewRecorder(tx.Tx, f.epoch)
+			rec, err := versions.Attach(tx.Tx, f.epoch)
 			if err != nil {
 				return err
 			}

@@ -72,6 +72,19 @@ func NewRecorder(tx *bolt.Tx, epoch uint64) (*Recorder, error) {
 	return r, nil
 }
 
+// Attach returns the recorder for a commit at epoch, or nil when the
+// store has no snapshot: then nothing needs keeping, and the indexes are
+// not kept either (a snapshot needs births entries only for records born
+// after it, and deaths only of versions alive at it), so a workspace
+// without snapshots pays nothing for them.
+func Attach(tx *bolt.Tx, epoch uint64) (sealed.Recorder, error) {
+	r, err := NewRecorder(tx, epoch)
+	if err != nil || len(r.snaps) == 0 {
+		return nil, err
+	}
+	return r, nil
+}
+
 // pinned says whether a snapshot was taken at an epoch in [birth, death).
 func (r *Recorder) pinned(birth, death uint64) bool {
 	for _, s := range r.snaps { // few: a binary search when they are many
