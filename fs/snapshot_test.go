@@ -477,3 +477,69 @@ func TestDeleteSnapshot(t *testing.T) {
 		t.Errorf("snapshots left: %+v", list)
 	}
 }
+
+// TestDiffSnapshots: added, deleted, modified and renamed files between
+// two snapshots and between a snapshot and the last commit, by path.
+func TestDiffSnapshots(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Caller{}
+	put := func(parent Ino, name, data string) Attr {
+		a, err := f.Lookup(c, parent, name)
+		if err != nil {
+			a, _ = f.Create(c, parent, name, NewNode{Mode: syscall.S_IFREG | 0o644})
+		} else {
+			f.Open(a.Ino)
+		}
+		f.Write(ctx, a.Ino, 0, []byte(data), false)
+		f.Release(a.Ino)
+		return a
+	}
+	dir, _ := f.Create(c, RootIno, "src", NewNode{Mode: syscall.S_IFDIR | 0o755})
+	put(dir.Ino, "main.go", "package main\n")
+	put(dir.Ino, "util.go", "package util\n")
+	put(RootIno, "README", "hello\n")
+	put(RootIno, "same", "unchanged\n")
+	f.CreateSnapshot(ctx, "a")
+	put(dir.Ino, "main.go", "package main // edited\n")
+	f.Unlink(dir.Ino, "util.go")
+	f.Rename(RootIno, "README", dir.Ino, "README.md", 0)
+	put(RootIno, "new.txt", "new\n")
+	f.CreateSnapshot(ctx, "b")
+	put(RootIno, "later", "after b\n")
+	f.Close()
+	st, err := chunkstore.Open(path, chunkstore.Options{ReadOnly: true, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	show := func(d []DiffEntry) string {
+		var out []string
+		for _, e := range d {
+			out = append(out, e.Kind+" "+e.OldPath+" "+e.Path)
+		}
+		return strings.Join(out, "\n")
+	}
+	d, err := DiffSnapshots(st, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "added  /new.txt\nrenamed /README /src/README.md\nmodified /src/main.go /src/main.go\ndeleted /src/util.go "
+	if got := show(d); got != want {
+		t.Errorf("diff a b:\n%s\nwant\n%s", got, want)
+	}
+	d, err = DiffSnapshots(st, "b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := show(d); got != "added  /later" {
+		t.Errorf("diff b and now:\n%s", got)
+	}
+	if _, err := DiffSnapshots(st, "b", "a"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("diff b a: %v", err)
+	}
+}

@@ -312,8 +312,21 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 			return nil, status.Errorf(codeOf(err), "delete snapshot %s of %s: %v", req.Name, s.store, err)
 		}
 		return &pb.SnapshotResponse{VersionsDropped: int64(rep.Versions), ChunksReleased: int64(rep.Chunks)}, nil
+	case "diff":
+		if err := s.syncFirst(ctx, "diff"); err != nil {
+			return nil, err
+		}
+		d, err := fs.DiffSnapshots(s.o.FS.Store(), req.Name, req.Other)
+		if err != nil {
+			return nil, status.Errorf(codeOf(err), "diff %s of %s: %v", req.Name, s.store, err)
+		}
+		r := &pb.SnapshotResponse{}
+		for _, e := range d {
+			r.Diff = append(r.Diff, &pb.DiffEntry{Kind: e.Kind, Path: valid(e.Path), OldPath: valid(e.OldPath), Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: uint64(e.Ino)})
+		}
+		return r, nil
 	}
-	return nil, status.Errorf(codes.InvalidArgument, "snapshot op %q: want create, list or delete", req.Op)
+	return nil, status.Errorf(codes.InvalidArgument, "snapshot op %q: want create, list, delete or diff", req.Op)
 }
 
 // codeOf is the gRPC code of an fs error: not found, exists, invalid,
@@ -428,8 +441,8 @@ func (c *DaemonClient) Scrub(ctx context.Context, rate uint64, progress func(don
 
 // Snapshot runs a snapshot op ("create", "list", "delete") on the
 // daemon's store.
-func (c *DaemonClient) Snapshot(ctx context.Context, op, name string) (*pb.SnapshotResponse, error) {
-	r, err := c.c.Snapshot(ctx, &pb.SnapshotRequest{Op: op, Name: name})
+func (c *DaemonClient) Snapshot(ctx context.Context, op, name, other string) (*pb.SnapshotResponse, error) {
+	r, err := c.c.Snapshot(ctx, &pb.SnapshotRequest{Op: op, Name: name, Other: other})
 	return r, PlainError(err)
 }
 

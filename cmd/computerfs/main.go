@@ -46,7 +46,7 @@ func allCommands() []command {
 		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
 		{"status", "[WORKSPACE|MOUNTPOINT]", "ask a workspace's daemon how it is doing: pid, uptime, sizes, commit lag, FUSE traffic, backends, last execs", cmdStatus},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
-		{"snapshot", "create|list|rm|restore WORKSPACE [NAME]", "named read-only states of a workspace: create (instant), list, rm, restore (the workspace closed)", cmdSnapshot},
+		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER]]", "named read-only states of a workspace: create (instant), list, rm, restore (the workspace closed), diff NAME [OTHER] (OTHER: a later snapshot; none: now)", cmdSnapshot},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},

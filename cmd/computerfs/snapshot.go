@@ -11,7 +11,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 )
 
-// cmdSnapshot is computerfs snapshot create|list|rm|restore WS [NAME]:
+// cmdSnapshot is computerfs snapshot create|list|rm|restore|diff WS [NAME [OTHER]]:
 // named, read-only states of a workspace (fs/SNAPSHOTS.md). create, list
 // and rm go through the daemon of a served workspace; restore needs the
 // workspace closed.
@@ -24,8 +24,8 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	op := fl.Arg(0)
-	want := map[string]int{"create": 3, "list": 2, "rm": 3, "restore": 3}[op]
-	if want == 0 || fl.NArg() != want {
+	want := map[string]int{"create": 3, "list": 2, "rm": 3, "restore": 3, "diff": 3}[op]
+	if want == 0 || fl.NArg() != want && !(op == "diff" && fl.NArg() == 4) {
 		fl.Usage()
 		return exitCode(2)
 	}
@@ -48,7 +48,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	case "create":
 		var sn fs.Snapshot
 		if d != nil {
-			r, err := d.Snapshot(ctx, "create", name)
+			r, err := d.Snapshot(ctx, "create", name, "")
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	case "list":
 		var list []fs.Snapshot
 		if d != nil {
-			r, err := d.Snapshot(ctx, "list", "")
+			r, err := d.Snapshot(ctx, "list", "", "")
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	case "rm":
 		var versions, chunks int64
 		if d != nil {
-			r, err := d.Snapshot(ctx, "delete", name)
+			r, err := d.Snapshot(ctx, "delete", name, "")
 			if err != nil {
 				return err
 			}
@@ -125,6 +125,47 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 			versions, chunks = int64(rep.Versions), int64(rep.Chunks)
 		}
 		fmt.Fprintf(e.stdout, "deleted snapshot %s: %d versions dropped, %d chunk references released\n", name, versions, chunks)
+	case "diff":
+		other := fl.Arg(3)
+		var diff []fs.DiffEntry
+		if d != nil {
+			r, err := d.Snapshot(ctx, "diff", name, other)
+			if err != nil {
+				return err
+			}
+			for _, e := range r.Diff {
+				diff = append(diff, fs.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: fs.Ino(e.Ino)})
+			}
+		} else {
+			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			diff, err = fs.DiffSnapshots(st, name, other)
+			st.Close()
+			if err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			if diff == nil {
+				diff = []fs.DiffEntry{}
+			}
+			printJSON(e, diff)
+			return nil
+		}
+		for _, x := range diff {
+			switch x.Kind {
+			case "added":
+				fmt.Fprintf(e.stdout, "A %s (%d bytes)\n", x.Path, x.Size)
+			case "deleted":
+				fmt.Fprintf(e.stdout, "D %s (%d bytes)\n", x.OldPath, x.OldSize)
+			case "modified":
+				fmt.Fprintf(e.stdout, "M %s (%d -> %d bytes)\n", x.Path, x.OldSize, x.Size)
+			case "renamed":
+				fmt.Fprintf(e.stdout, "R %s -> %s (%d -> %d bytes)\n", x.OldPath, x.Path, x.OldSize, x.Size)
+			}
+		}
 	case "restore":
 		if d != nil {
 			return fmt.Errorf("restore %s: the workspace is served by its daemon; unmount it first (a live restore is not built yet)", ws)

@@ -37,6 +37,12 @@ func TestSnapshotCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[0].Name != "live" || list[1].Name != "offline" {
 		t.Fatalf("list through the daemon: %v %v", list, r)
 	}
+	// What the agent changed, through the daemon.
+	r = cli(t, home, "snapshot", "diff", mnt, "live")
+	if r.code != 0 || !strings.Contains(r.stdout, "A /junk (4 bytes)") || !strings.Contains(r.stdout, "D /src/main.go") ||
+		!strings.Contains(r.stdout, "M /data.bin (300000 -> 4 bytes)") {
+		t.Errorf("diff through the daemon: %v", r)
+	}
 	if r := cli(t, home, "snapshot", "restore", ws, "live"); r.code == 0 || !strings.Contains(r.stderr, "unmount it first") {
 		t.Errorf("restore of a served workspace: %v", r)
 	}
@@ -47,6 +53,10 @@ func TestSnapshotCLI(t *testing.T) {
 		t.Fatalf("restore: %v", r)
 	}
 	fsckClean(t, home, ws)
+	// Offline, after the restore: nothing differs from the snapshot.
+	if r := cli(t, home, "snapshot", "diff", "--json", ws, "live"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("diff after the restore: %v", r)
+	}
 	p = startMount(t, home, ws, mnt)
 	checkFile(t, filepath.Join(mnt, "data.bin"), orig)
 	checkFile(t, filepath.Join(mnt, "src/main.go"), []byte("package main\n"))

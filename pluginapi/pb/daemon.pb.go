@@ -29,8 +29,9 @@ const (
 
 type SnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`     // "create", "list" or "delete"
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // create and delete
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`       // "create", "list", "delete" or "diff"
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`   // create, delete; diff: the earlier state
+	Other         string                 `protobuf:"bytes,3,opt,name=other,proto3" json:"other,omitempty"` // diff: the later snapshot, "" for now
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -79,6 +80,106 @@ func (x *SnapshotRequest) GetName() string {
 	return ""
 }
 
+func (x *SnapshotRequest) GetOther() string {
+	if x != nil {
+		return x.Other
+	}
+	return ""
+}
+
+// DiffEntry is fs.DiffEntry.
+type DiffEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // added, deleted, modified, renamed
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	OldPath       string                 `protobuf:"bytes,3,opt,name=old_path,json=oldPath,proto3" json:"old_path,omitempty"`
+	Type          uint32                 `protobuf:"varint,4,opt,name=type,proto3" json:"type,omitempty"`
+	OldSize       uint64                 `protobuf:"varint,5,opt,name=old_size,json=oldSize,proto3" json:"old_size,omitempty"`
+	Size          uint64                 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	Ino           uint64                 `protobuf:"varint,7,opt,name=ino,proto3" json:"ino,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiffEntry) Reset() {
+	*x = DiffEntry{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiffEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiffEntry) ProtoMessage() {}
+
+func (x *DiffEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiffEntry.ProtoReflect.Descriptor instead.
+func (*DiffEntry) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DiffEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DiffEntry) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DiffEntry) GetOldPath() string {
+	if x != nil {
+		return x.OldPath
+	}
+	return ""
+}
+
+func (x *DiffEntry) GetType() uint32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *DiffEntry) GetOldSize() uint64 {
+	if x != nil {
+		return x.OldSize
+	}
+	return 0
+}
+
+func (x *DiffEntry) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *DiffEntry) GetIno() uint64 {
+	if x != nil {
+		return x.Ino
+	}
+	return 0
+}
+
 type SnapshotInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -90,7 +191,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -102,7 +203,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -115,7 +216,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SnapshotInfo) GetName() string {
@@ -144,13 +245,14 @@ type SnapshotResponse struct {
 	Snapshots       []*SnapshotInfo        `protobuf:"bytes,1,rep,name=snapshots,proto3" json:"snapshots,omitempty"`                                     // list: all; create: the new one
 	VersionsDropped int64                  `protobuf:"varint,2,opt,name=versions_dropped,json=versionsDropped,proto3" json:"versions_dropped,omitempty"` // delete
 	ChunksReleased  int64                  `protobuf:"varint,3,opt,name=chunks_released,json=chunksReleased,proto3" json:"chunks_released,omitempty"`    // delete
+	Diff            []*DiffEntry           `protobuf:"bytes,4,rep,name=diff,proto3" json:"diff,omitempty"`                                               // diff
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -162,7 +264,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -175,7 +277,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
@@ -199,6 +301,13 @@ func (x *SnapshotResponse) GetChunksReleased() int64 {
 	return 0
 }
 
+func (x *SnapshotResponse) GetDiff() []*DiffEntry {
+	if x != nil {
+		return x.Diff
+	}
+	return nil
+}
+
 type ScrubRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RateBytes     uint64                 `protobuf:"varint,1,opt,name=rate_bytes,json=rateBytes,proto3" json:"rate_bytes,omitempty"` // chunk bytes per second at most; 0: no bound
@@ -208,7 +317,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +329,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +342,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -256,7 +365,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -268,7 +377,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -281,7 +390,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -320,7 +429,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +441,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +454,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -403,7 +512,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +524,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +537,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -468,7 +577,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +589,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +602,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -516,7 +625,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +637,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +650,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -587,7 +696,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +708,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +721,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -694,7 +803,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +815,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +828,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -870,7 +979,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +991,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1004,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -913,7 +1022,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1034,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1047,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -991,7 +1100,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1112,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1125,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -1034,7 +1143,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1155,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1168,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -1112,7 +1221,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1233,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1246,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 // GCResponse is fs.GCReport.
@@ -1154,7 +1263,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1275,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1288,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{16}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -1227,7 +1336,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1348,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1361,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{17}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -1279,7 +1388,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1400,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1413,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{18}
+	return file_daemon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -1325,18 +1434,28 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"5\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"K\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"`\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05other\x18\x03 \x01(\tR\x05other\"\xa3\x01\n" +
+	"\tDiffEntry\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\bold_path\x18\x03 \x01(\tR\aoldPath\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\rR\x04type\x12\x19\n" +
+	"\bold_size\x18\x05 \x01(\x04R\aoldSize\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\x04R\x04size\x12\x10\n" +
+	"\x03ino\x18\a \x01(\x04R\x03ino\"`\n" +
 	"\fSnapshotInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
-	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\"\xa1\x01\n" +
+	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\"\xcf\x01\n" +
 	"\x10SnapshotResponse\x129\n" +
 	"\tsnapshots\x18\x01 \x03(\v2\x1b.computerfs.v1.SnapshotInfoR\tsnapshots\x12)\n" +
 	"\x10versions_dropped\x18\x02 \x01(\x03R\x0fversionsDropped\x12'\n" +
-	"\x0fchunks_released\x18\x03 \x01(\x03R\x0echunksReleased\"-\n" +
+	"\x0fchunks_released\x18\x03 \x01(\x03R\x0echunksReleased\x12,\n" +
+	"\x04diff\x18\x04 \x03(\v2\x18.computerfs.v1.DiffEntryR\x04diff\"-\n" +
 	"\fScrubRequest\x12\x1d\n" +
 	"\n" +
 	"rate_bytes\x18\x01 \x01(\x04R\trateBytes\"\x83\x01\n" +
@@ -1463,57 +1582,59 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_daemon_proto_goTypes = []any{
 	(*SnapshotRequest)(nil),  // 0: computerfs.v1.SnapshotRequest
-	(*SnapshotInfo)(nil),     // 1: computerfs.v1.SnapshotInfo
-	(*SnapshotResponse)(nil), // 2: computerfs.v1.SnapshotResponse
-	(*ScrubRequest)(nil),     // 3: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),    // 4: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),      // 5: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),       // 6: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),    // 7: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),           // 8: computerfs.v1.FuseOp
-	(*Commit)(nil),           // 9: computerfs.v1.Commit
-	(*StatusResponse)(nil),   // 10: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),     // 11: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),    // 12: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),      // 13: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),     // 14: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),        // 15: computerfs.v1.GCRequest
-	(*GCResponse)(nil),       // 16: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),     // 17: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),    // 18: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),      // 19: computerfs.v1.BackendInfo
+	(*DiffEntry)(nil),        // 1: computerfs.v1.DiffEntry
+	(*SnapshotInfo)(nil),     // 2: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 3: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 4: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 5: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 6: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 7: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 8: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 9: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 10: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 11: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 12: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 13: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 14: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 15: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 16: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 17: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 18: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 19: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 20: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	1,  // 0: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
-	5,  // 1: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	6,  // 2: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	9,  // 3: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	8,  // 4: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	19, // 5: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	6,  // 6: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	6,  // 7: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	7,  // 8: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	11, // 9: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	13, // 10: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	15, // 11: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	17, // 12: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	3,  // 13: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	0,  // 14: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
-	10, // 15: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	12, // 16: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	14, // 17: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	16, // 18: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	18, // 19: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	4,  // 20: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	2,  // 21: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	2,  // 0: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	1,  // 1: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
+	6,  // 2: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	7,  // 3: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	10, // 4: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	9,  // 5: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	20, // 6: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	7,  // 7: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	7,  // 8: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	8,  // 9: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	12, // 10: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	14, // 11: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	16, // 12: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	18, // 13: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	4,  // 14: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	0,  // 15: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	11, // 16: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	13, // 17: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	15, // 18: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	17, // 19: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	19, // 20: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	5,  // 21: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	3,  // 22: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_daemon_proto_init() }
@@ -1528,7 +1649,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
