@@ -29,18 +29,7 @@ func TestSnapshotView(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Caller{}
-	mk := func(parent Ino, name string, data []byte) Attr {
-		t.Helper()
-		a, err := f.Create(c, parent, name, NewNode{Mode: syscall.S_IFREG | 0o644})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(ctx, a.Ino, 0, data, false); err != nil {
-			t.Fatal(err)
-		}
-		f.Release(a.Ino)
-		return a
-	}
+	mk := func(parent Ino, name string, data []byte) Attr { return putFile(t, f, parent, name, data) }
 	dir, err := f.Create(c, RootIno, "dir", NewNode{Mode: syscall.S_IFDIR | 0o755})
 	if err != nil {
 		t.Fatal(err)
@@ -227,23 +216,7 @@ func TestRestoreSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Caller{}
-	write := func(parent Ino, name string, data []byte) Attr {
-		t.Helper()
-		a, err := f.Lookup(c, parent, name)
-		if err != nil {
-			a, err = f.Create(c, parent, name, NewNode{Mode: syscall.S_IFREG | 0o644})
-		} else {
-			_, err = f.Open(a.Ino)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(ctx, a.Ino, 0, data, false); err != nil {
-			t.Fatal(err)
-		}
-		f.Release(a.Ino)
-		return a
-	}
+	write := func(parent Ino, name string, data []byte) Attr { return putFile(t, f, parent, name, data) }
 	dir, _ := f.Create(c, RootIno, "dir", NewNode{Mode: syscall.S_IFDIR | 0o755})
 	for i := range 20 {
 		write(dir.Ino, fmt.Sprintf("f%02d", i), bytes.Repeat([]byte{byte(i)}, 5000+i))
@@ -488,17 +461,7 @@ func TestDiffSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Caller{}
-	put := func(parent Ino, name, data string) Attr {
-		a, err := f.Lookup(c, parent, name)
-		if err != nil {
-			a, _ = f.Create(c, parent, name, NewNode{Mode: syscall.S_IFREG | 0o644})
-		} else {
-			f.Open(a.Ino)
-		}
-		f.Write(ctx, a.Ino, 0, []byte(data), false)
-		f.Release(a.Ino)
-		return a
-	}
+	put := func(parent Ino, name, data string) Attr { return putFile(t, f, parent, name, []byte(data)) }
 	dir, _ := f.Create(c, RootIno, "src", NewNode{Mode: syscall.S_IFDIR | 0o755})
 	put(dir.Ino, "main.go", "package main\n")
 	put(dir.Ino, "util.go", "package util\n")
@@ -542,4 +505,25 @@ func TestDiffSnapshots(t *testing.T) {
 	if _, err := DiffSnapshots(st, "b", "a"); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("diff b a: %v", err)
 	}
+}
+
+// putFile writes data at the start of parent/name, made if missing, and
+// closes it.
+func putFile(t testing.TB, f *FS, parent Ino, name string, data []byte) Attr {
+	t.Helper()
+	c := Caller{}
+	a, err := f.Lookup(c, parent, name)
+	if err != nil {
+		a, err = f.Create(c, parent, name, NewNode{Mode: syscall.S_IFREG | 0o644})
+	} else {
+		_, err = f.Open(a.Ino)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(context.Background(), a.Ino, 0, data, false); err != nil {
+		t.Fatal(err)
+	}
+	f.Release(a.Ino)
+	return a
 }
