@@ -36,6 +36,7 @@ func allCommands() []command {
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
 		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
+		{"mcp", "[-w WS] [--http ADDR]", "serve the workspace's tools (read, edit, grep, exec...) to an agent over MCP", cmdMCP},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},

@@ -1,0 +1,175 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a Server.
+type Options struct {
+	// API is the workspace the tools work on.
+	API workspace.API
+	// Exec runs the exec tool's commands; nil leaves exec out.
+	Exec Executor
+	// MountPoint is where the workspace is mounted on this host, if
+	// anywhere: a path under it is taken as the workspace path it shows
+	// (agents that also run a shell on the mount pass such paths).
+	MountPoint string
+	// Version is the server's version in the MCP handshake.
+	Version string
+	Logger  *slog.Logger
+	// ProgressEvery is how often a running exec reports progress to a
+	// client that asked for it (default 1s).
+	ProgressEvery time.Duration
+	// DescribeTimeout bounds the start of the backends at New, which
+	// describe themselves for the exec tool's schema (default 20s).
+	DescribeTimeout time.Duration
+}
+
+// Server is the MCP server of one workspace. It serves any number of
+// sessions (one over stdio, many over HTTP), each with its own record of
+// what it has read.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	mcp      *mcp.Server
+	backends []*pb.BackendInfo
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+}
+
+const instructions = `Tools on a computerfs workspace: a durable filesystem that every backend (and the FUSE mount) shares.
+Paths are workspace paths: /src/main.go is the file main.go in the workspace's src directory.
+read a file before you write over it or edit it; write and edit refuse a file this session has not read, or one that changed since it read it.
+Prefer read, glob, grep and ls to exec for looking at files: they are served from the store without running a shell.`
+
+// New makes the server and its tools. With an executor, it starts the
+// backends (bounded by DescribeTimeout) so that the exec tool's schema
+// carries each one's own description.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.API == nil {
+		return nil, fmt.Errorf("mcpserver: no workspace API")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = time.Second
+	}
+	if opts.DescribeTimeout <= 0 {
+		opts.DescribeTimeout = 20 * time.Second
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	opts.MountPoint = strings.TrimSuffix(opts.MountPoint, "/")
+	s := &Server{opts: opts, log: opts.Logger, sessions: map[*mcp.ServerSession]*session{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "computerfs", Title: "computerfs workspace", Version: opts.Version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, Capabilities: &mcp.ServerCapabilities{}})
+	s.addFileTools()
+	if opts.Exec != nil {
+		dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)
+		list, err := opts.Exec.Backends(dctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("describe the backends: %w", err)
+		}
+		s.backends = list
+		if err := s.addExecTool(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// MCP is the server to run on a transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one session on t (stdio: &mcp.StdioTransport{}) until the
+// client goes or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+// session is what one client session has done: the files it has read,
+// by workspace path, with the content hash it saw.
+type session struct {
+	mu   sync.Mutex
+	read map[string]readRecord
+}
+
+// readRecord is a file as a session last read (or wrote) it.
+type readRecord struct {
+	hash  string // "" for a file too large to hash: then ino, size and mtime
+	ino   uint64
+	size  int64
+	mtime time.Time
+}
+
+// session returns the state of ss, made on its first call. Its entry goes
+// when the session closes (a goroutine waits for that; the session's end
+// ends it).
+func (s *Server) session(ss *mcp.ServerSession) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.sessions[ss]
+	if !ok {
+		st = &session{read: map[string]readRecord{}}
+		s.sessions[ss] = st
+		if ss != nil {
+			go func() {
+				ss.Wait()
+				s.mu.Lock()
+				delete(s.sessions, ss)
+				s.mu.Unlock()
+			}()
+		}
+	}
+	return st
+}
+
+func (st *session) lookup(p string) (readRecord, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.read[p]
+	return r, ok
+}
+
+func (st *session) remember(p string, r readRecord) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.read[p] = r
+}
+
+// wsPath turns a tool's path argument into a workspace path: empty is
+// the root, a path under the mount point is the workspace path it shows,
+// and a relative path starts at the root.
+func (s *Server) wsPath(arg, name string) (string, error) {
+	p := strings.TrimSpace(arg)
+	if p == "" {
+		return "/", nil
+	}
+	if mp := s.opts.MountPoint; mp != "" && (p == mp || strings.HasPrefix(p, mp+"/")) {
+		p = "/" + strings.TrimPrefix(p, mp)
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	c, err := workspace.CleanPath(p)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w (paths are workspace paths such as /src/main.go)", name, arg, err)
+	}
+	return path.Clean("/" + c), nil
+}
+
+func boolPtr(b bool) *bool { return &b }
