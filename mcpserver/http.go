@@ -63,7 +63,12 @@ func isLoopback(host string) bool {
 // ServeHTTP serves the handler on ln until ctx ends, then shuts down,
 // giving requests in flight a few seconds.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, token string) error {
-	srv := &http.Server{Handler: s.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
+	// Requests live in a context that ends at shutdown, so that the
+	// streams clients keep open (server-sent events) end with it.
+	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	srv := &http.Server{Handler: s.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -71,6 +76,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, token string) e
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
+	endRequests()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -1,0 +1,292 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/fs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// binWorkspace is a home and a new store for the computerfs binary.
+func binWorkspace(t *testing.T) (home, ws string) {
+	t.Helper()
+	dir := t.TempDir()
+	home, ws = filepath.Join(dir, "home"), filepath.Join(dir, "ws.cfs")
+	f, err := fs.Open(ws, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return home, ws
+}
+
+func cfsEnv(home string) []string {
+	return append(os.Environ(), "COMPUTERFS_HOME="+home, "COMPUTERFS_LOG=debug")
+}
+
+// startServe runs `computerfs serve WS` (the daemon without a mount) in
+// its own process group until the test ends.
+func startServe(t *testing.T, home, ws string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "computerfs"), "serve", ws)
+	cmd.Env = cfsEnv(home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuf{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Errorf("the daemon did not stop on SIGTERM:\n%s", logs)
+		}
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "serving") {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("serve exited:\n%s", logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve not ready after 30 s:\n%s", logs)
+	}
+}
+
+// connectStdio spawns `computerfs mcp -w WS` as an agent host does and
+// connects the Go SDK's client to it.
+func connectStdio(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "computerfs"), "mcp", "-w", ws)
+	cmd.Env = cfsEnv(home)
+	logs := &lockedBuf{}
+	cmd.Stderr = logs
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-test"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, logs)
+	}
+	t.Cleanup(func() {
+		if err := cs.Close(); err != nil && !strings.Contains(err.Error(), "signal") {
+			t.Logf("close: %v", err)
+		}
+	})
+	return cs, logs
+}
+
+// Over stdio, as Claude Code spawns it, with a daemon holding the
+// workspace and without one: the same tools and answers, stdout the
+// protocol's alone (any stray byte would break the session).
+func TestStdio(t *testing.T) {
+	for _, daemon := range []bool{true, false} {
+		name := "no daemon"
+		if daemon {
+			name = "daemon"
+		}
+		t.Run(name, func(t *testing.T) {
+			home, ws := binWorkspace(t)
+			if daemon {
+				startServe(t, home, ws)
+			}
+			cs, logs := connectStdio(t, home, ws)
+			ok(t, cs, "write", map[string]any{"file_path": "/src/main.go", "content": "package main\n\nfunc main() {}\n"})
+			c := ok(t, cs, "read", map[string]any{"file_path": "/src/main.go"})
+			if !strings.Contains(c.text, "     3\tfunc main() {}") {
+				t.Errorf("read: %s", c.text)
+			}
+			ok(t, cs, "edit", map[string]any{"file_path": "/src/main.go", "old_string": "func main() {}", "new_string": "func main() { println(1) }"})
+			c = ok(t, cs, "exec", map[string]any{"command": "grep -c println src/main.go; echo x > /src/made.txt"})
+			if !strings.HasPrefix(c.text, "1\n") || !strings.Contains(c.text, "/src/made.txt") || c.data["backend"] != "shell" {
+				t.Errorf("exec: %s", c.text)
+			}
+			c = ok(t, cs, "glob", map[string]any{"pattern": "src/*"})
+			if !strings.Contains(c.text, "/src/made.txt") {
+				t.Errorf("glob: %s", c.text)
+			}
+			c = ok(t, cs, "grep", map[string]any{"pattern": "println", "output_mode": "content"})
+			if c.text != "/src/main.go:3:func main() { println(1) }" {
+				t.Errorf("grep: %s", c.text)
+			}
+			ok(t, cs, "ls", map[string]any{"path": "/src"})
+			// Exec's stdin is not the protocol's: cat reads nothing and the
+			// session goes on.
+			c = ok(t, cs, "exec", map[string]any{"command": "cat; echo still"})
+			if !strings.HasPrefix(c.text, "still\n") {
+				t.Errorf("exec with no stdin: %s", c.text)
+			}
+			if daemon && !strings.Contains(logs.String(), "through the daemon") {
+				t.Errorf("mcp did not use the daemon:\n%s", logs)
+			}
+			if !daemon && !strings.Contains(logs.String(), "on the store, no daemon") {
+				t.Errorf("mcp did not open the store:\n%s", logs)
+			}
+		})
+	}
+}
+
+var servingOn = regexp.MustCompile(`on http://(\S+)/`)
+
+// startHTTP runs `computerfs mcp --http 127.0.0.1:0 ARGS` and returns
+// its address and what it printed on stderr once it serves.
+func startHTTP(t *testing.T, home, ws string, args ...string) (string, *lockedBuf) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "computerfs"), append([]string{"mcp", "-w", ws, "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Env = cfsEnv(home)
+	logs := &lockedBuf{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("mcp --http did not stop on SIGTERM:\n%s", logs)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := servingOn.FindStringSubmatch(logs.String()); m != nil {
+			return m[1], logs
+		}
+		select {
+		case <-exited:
+			t.Fatalf("mcp --http exited:\n%s", logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("mcp --http not serving after 30 s:\n%s", logs)
+	return "", nil
+}
+
+type bearer struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}
+
+func TestHTTP(t *testing.T) {
+	home, ws := binWorkspace(t)
+	startServe(t, home, ws)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	const token = "0123456789abcdef-test-token"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs := startHTTP(t, home, ws, "--token-file", tokenFile)
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("a token from a file is printed:\n%s", logs)
+	}
+	url := "http://" + addr + "/"
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Basic " + token} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "bearer token") {
+			t.Errorf("Authorization %q: %d %s, want 401", auth, resp.StatusCode, body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, logs)
+	}
+	defer cs.Close()
+	ok(t, cs, "write", map[string]any{"file_path": "/h.txt", "content": "over http\n"})
+	c := ok(t, cs, "exec", map[string]any{"command": "cat h.txt"})
+	if !strings.HasPrefix(c.text, "over http\n") {
+		t.Errorf("exec: %s", c.text)
+	}
+	// A second HTTP session has its own read record.
+	tr2 := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	cs2, err := mcp.NewClient(&mcp.Implementation{Name: "http-test-2"}, nil).Connect(ctx, tr2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	fails(t, cs2, "write", map[string]any{"file_path": "/h.txt", "content": "x"}, "read it first")
+	ok(t, cs, "write", map[string]any{"file_path": "/h.txt", "content": "again\n"})
+}
+
+func TestHTTPRefusals(t *testing.T) {
+	home, ws := binWorkspace(t)
+	loose := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(loose, []byte("0123456789abcdef0123\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not loopback", []string{"--http", "0.0.0.0:0"}, "not a loopback address"},
+		{"token file others can read", []string{"--http", "127.0.0.1:0", "--token-file", loose}, "chmod 600"},
+		{"no port", []string{"--http", "127.0.0.1"}, "HOST:PORT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(binDir, "computerfs"), append([]string{"mcp", "-w", ws}, tc.args...)...)
+			cmd.Env = cfsEnv(home)
+			out, err := cmd.CombinedOutput()
+			if ee, isExit := err.(*exec.ExitError); !isExit || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("%v: %s, want exit 2 saying %q", err, out, tc.want)
+			}
+		})
+	}
+	// Without a token file, a token is made and printed.
+	_, logs := startHTTP(t, home, ws, "--no-exec")
+	if !regexp.MustCompile(`bearer token: [0-9a-f]{64}\n`).MatchString(logs.String()) {
+		t.Errorf("no generated token on stderr:\n%s", logs)
+	}
+}
