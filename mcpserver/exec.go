@@ -69,6 +69,14 @@ func (s *Server) addExecTool() error {
 	if err != nil {
 		return fmt.Errorf("exec schema: %w", err)
 	}
+	outSchema, err := jsonschema.For[execOut](nil)
+	if err != nil {
+		return fmt.Errorf("exec output schema: %w", err)
+	}
+	// Any JSON value: {} with a description, not the schema true, which
+	// some clients' validators (the TypeScript SDK's) refuse.
+	schema.Properties["input"] = &jsonschema.Schema{Description: schema.Properties["input"].Description}
+	outSchema.Properties["result"] = &jsonschema.Schema{Description: "a js module's return value (any JSON value)"}
 	var ids []any
 	var desc strings.Builder
 	desc.WriteString("the backend to run on; omit it to let the policy choose the cheapest one that runs the command correctly (the shell when every command of the script is one it runs in process). The backends:")
@@ -98,8 +106,9 @@ func (s *Server) addExecTool() error {
 - The answer holds stdout and stderr (each cut past about 30,000 characters, keeping its start and end, with a notice), the exit status, the backend chosen and why, and the files the command changed.
 - Use read, glob, grep, ls, write and edit for files: they are faster and need no shell.
 Backends:` + list.String(),
-		InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{Title: "Run a command", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)},
+		InputSchema:  schema,
+		OutputSchema: outSchema,
+		Annotations:  &mcp.ToolAnnotations{Title: "Run a command", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)},
 	}, s.exec)
 	return nil
 }

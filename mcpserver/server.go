@@ -74,8 +74,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	opts.MountPoint = strings.TrimSuffix(opts.MountPoint, "/")
 	s := &Server{opts: opts, log: opts.Logger, sessions: map[*mcp.ServerSession]*session{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "computerfs", Title: "computerfs workspace", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, Capabilities: &mcp.ServerCapabilities{}})
+	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: &mcp.ServerCapabilities{}}
+	if opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		sopts.Logger = opts.Logger // the SDK's session events, at info
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "computerfs", Title: "computerfs workspace", Version: opts.Version}, sopts)
 	s.addFileTools()
 	if opts.Exec != nil {
 		dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)
