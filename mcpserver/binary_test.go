@@ -41,7 +41,7 @@ func cfsEnv(home string) []string {
 // its own process group until the test ends.
 func startServe(t *testing.T, home, ws string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "computerfs"), "serve", ws)
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "serve", ws)
 	cmd.Env = cfsEnv(home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
@@ -89,7 +89,7 @@ func startServe(t *testing.T, home, ws string) {
 // connects the Go SDK's client to it.
 func connectStdio(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "computerfs"), "mcp", "-w", ws)
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", ws)
 	cmd.Env = cfsEnv(home)
 	logs := &lockedBuf{}
 	cmd.Stderr = logs
@@ -163,7 +163,7 @@ var servingOn = regexp.MustCompile(`on http://(\S+)/`)
 // its address and what it printed on stderr once it serves.
 func startHTTP(t *testing.T, home, ws string, args ...string) (string, *lockedBuf) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "computerfs"), append([]string{"mcp", "-w", ws, "--http", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), append([]string{"mcp", "-w", ws, "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = cfsEnv(home)
 	logs := &lockedBuf{}
 	cmd.Stderr = logs
@@ -276,7 +276,7 @@ func TestHTTPRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(filepath.Join(binDir, "computerfs"), append([]string{"mcp", "-w", ws}, tc.args...)...)
+			cmd := exec.Command(filepath.Join(bins(t), "computerfs"), append([]string{"mcp", "-w", ws}, tc.args...)...)
 			cmd.Env = cfsEnv(home)
 			out, err := cmd.CombinedOutput()
 			if ee, isExit := err.(*exec.ExitError); !isExit || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {

@@ -166,56 +166,19 @@ func (s *Server) read(ctx context.Context, req *mcp.CallToolRequest, in readIn) 
 	if isBinary(head) {
 		return s.readBinary(ctx, req, p, info, br, r, out)
 	}
-	var text strings.Builder // numbered, for the model
-	var raw strings.Builder  // unnumbered, structured
-	line, shown, cutLines := 0, 0, 0
-	full := false // the window stopped at maxReadBytes
-	for {
-		b, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: keep its start, skip the rest.
-			rest := append([]byte(nil), b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				var more []byte
-				more, err = br.ReadSlice('\n')
-				if len(rest) < 2*maxLineChars*utf8.UTFMax {
-					rest = append(rest, more...)
-				}
-			}
-			b = rest
-		}
-		if len(b) > 0 {
-			line++
-			if line >= start && shown < limit && !full {
-				l := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-				disp, cut := cutLine(l)
-				if cut {
-					cutLines++
-				}
-				entry := fmt.Sprintf("%6d\t%s\n", line, disp)
-				if text.Len()+len(entry) > maxReadBytes {
-					full = true
-				} else {
-					text.WriteString(entry)
-					raw.WriteString(disp)
-					raw.WriteByte('\n')
-					shown++
-				}
-			} else if info.Size > maxHashBytes && (shown >= limit || full) {
-				break // no hash for so large a file: stop at the window
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return nil, readOut{}, toolError("read", p, err)
-			}
-			out.TotalLines = line
-			break
-		}
+	// Past the window, a file small enough to hash is read on to its
+	// end (for the hash and the line count); a larger one is not.
+	w, err := numberLines(br, start, limit, info.Size <= maxHashBytes)
+	if err != nil {
+		return nil, readOut{}, toolError("read", p, err)
+	}
+	text, raw, line, shown, cutLines, full := w.text.String(), w.raw.String(), w.lines, w.shown, w.cut, w.full
+	if w.eof {
+		out.TotalLines = line
 	}
 	out.Hash = r.Hash()
 	s.session(req.Session).remember(p, readRecord{hash: out.Hash, ino: info.Ino, size: info.Size, mtime: info.Mtime})
-	out.Kind, out.StartLine, out.NumLines, out.Content = "text", start, shown, raw.String()
+	out.Kind, out.StartLine, out.NumLines, out.Content = "text", start, shown, raw
 	var notes []string
 	switch {
 	case info.Size == 0 || (line == 0 && out.TotalLines == 0):
@@ -240,7 +203,7 @@ func (s *Server) read(ctx context.Context, req *mcp.CallToolRequest, in readIn) 
 		notes = append(notes, fmt.Sprintf("%d lines longer than %d characters were cut", cutLines, maxLineChars))
 	}
 	out.Notice = strings.Join(notes, "; ")
-	msg := text.String()
+	msg := text
 	if out.Notice != "" {
 		if msg != "" {
 			msg += "\n"
@@ -299,19 +262,144 @@ func isBinary(head []byte) bool {
 	return false
 }
 
-// cutLine cuts a line at maxLineChars characters.
-func cutLine(l string) (string, bool) {
-	if len(l) <= maxLineChars {
+// window is the lines of a file that read shows.
+type window struct {
+	text  strings.Builder // numbered as cat -n numbers them
+	raw   strings.Builder // the same lines, unnumbered
+	lines int             // lines read (all of them, with eof)
+	shown int
+	cut   int  // lines cut at maxLineChars
+	full  bool // the window stopped at maxReadBytes
+	eof   bool
+}
+
+// numberLines reads lines from br and keeps those from line start (1-based)
+// on, limit of them at most, within maxReadBytes of numbered text. With
+// toEOF it reads on to the end after the window, counting lines. A line's
+// "\n" and a "\r" before it are not shown.
+func numberLines(br *bufio.Reader, start, limit int, toEOF bool) (*window, error) {
+	w := &window{}
+	var long []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: keep enough of it to show,
+			// and count its characters.
+			var c runeCounter
+			long = long[:0]
+			for {
+				c.add(b)
+				if len(long) < (maxLineChars+1)*utf8.UTFMax {
+					long = append(long, b...)
+				}
+				if !errors.Is(err, bufio.ErrBufferFull) {
+					break
+				}
+				b, err = br.ReadSlice('\n')
+			}
+			w.addLine(long, start, limit, c.line())
+		} else if len(b) > 0 {
+			w.addLine(b, start, limit, -1)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			w.eof = true
+			return w, nil
+		}
+		if !toEOF && (w.shown >= limit || w.full) && w.lines >= start {
+			return w, nil
+		}
+	}
+}
+
+// runeCounter counts the characters of a line read in pieces, as
+// utf8.RuneCount counts the whole line: a character cut between two
+// pieces counts once.
+type runeCounter struct {
+	n     int
+	carry []byte // the start of a character cut at the end of a piece
+	last2 [2]byte
+	seen  int
+}
+
+func (c *runeCounter) add(b []byte) {
+	for _, x := range b {
+		c.last2[0], c.last2[1] = c.last2[1], x
+	}
+	c.seen += len(b)
+	buf := append(c.carry, b...)
+	cut := len(buf)
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(buf); k++ {
+		if utf8.RuneStart(buf[len(buf)-k]) {
+			if !utf8.FullRune(buf[len(buf)-k:]) {
+				cut = len(buf) - k
+			}
+			break
+		}
+	}
+	c.n += utf8.RuneCount(buf[:cut])
+	c.carry = append(c.carry[:0:0], buf[cut:]...)
+}
+
+// line is the count without the line's "\n", and a "\r" before it.
+func (c *runeCounter) line() int {
+	n := c.n + utf8.RuneCount(c.carry)
+	if c.seen > 0 && c.last2[1] == '\n' {
+		n--
+		if c.seen > 1 && c.last2[0] == '\r' {
+			n--
+		}
+	}
+	return n
+}
+
+// addLine adds one line (with its "\n", if any) read from the file;
+// chars, when not -1, is its true length in characters (it was read in
+// part).
+func (w *window) addLine(b []byte, start, limit, chars int) {
+	w.lines++
+	if w.lines < start || w.shown >= limit || w.full {
+		return
+	}
+	l := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if chars < 0 {
+		chars = utf8.RuneCountInString(l)
+	}
+	disp, cut := cutChars(l, chars)
+	if cut {
+		w.cut++
+	}
+	entry := fmt.Sprintf("%6d\t%s\n", w.lines, disp)
+	if w.text.Len()+len(entry) > maxReadBytes {
+		w.full = true
+		return
+	}
+	w.text.WriteString(entry)
+	w.raw.WriteString(disp)
+	w.raw.WriteByte('\n')
+	w.shown++
+}
+
+// cutLine cuts a line at maxLineChars characters, with a notice.
+func cutLine(l string) (string, bool) { return cutChars(l, utf8.RuneCountInString(l)) }
+
+// cutChars cuts l, a line of chars characters (l may hold only its
+// start), at maxLineChars.
+func cutChars(l string, chars int) (string, bool) {
+	if chars <= maxLineChars {
 		return l, false
 	}
 	n := 0
 	for i := range l {
 		if n == maxLineChars {
-			return l[:i] + fmt.Sprintf("… [line cut: %d characters in all]", utf8.RuneCountInString(l)), true
+			l = l[:i]
+			break
 		}
 		n++
 	}
-	return l, false
+	return l + fmt.Sprintf("… [line cut: %d characters in all]", chars), true
 }
 
 func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, writeOut, error) {

@@ -26,35 +26,51 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// binDir holds computerfs and computerfs-plugin-shell, built by TestMain.
-var binDir string
+// binDir holds computerfs and computerfs-plugin-shell, built on first
+// use (by bins): a fuzz worker, which runs TestMain too, builds nothing.
+var (
+	binDir   string
+	binsOnce sync.Once
+	binsErr  error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cfs-mcp-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for _, b := range []struct{ out, pkg, cgo string }{
-		{"computerfs", "../cmd/computerfs", ""},
-		{"computerfs-plugin-shell", "../cmd/plugin-shell", "CGO_ENABLED=0"}, // as make builds it
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd.Env = os.Environ()
-		if b.cgo != "" {
-			cmd.Env = append(cmd.Env, b.cgo)
-		}
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build", b.pkg+":", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
+}
+
+// bins builds the binaries once and returns their directory.
+func bins(t *testing.T) string {
+	t.Helper()
+	binsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cfs-mcp-test-")
+		if err != nil {
+			binsErr = err
+			return
+		}
+		binDir = dir
+		for _, b := range []struct{ out, pkg, cgo string }{
+			{"computerfs", "../cmd/computerfs", ""},
+			{"computerfs-plugin-shell", "../cmd/plugin-shell", "CGO_ENABLED=0"}, // as make builds it
+		} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+			cmd.Env = os.Environ()
+			if b.cgo != "" {
+				cmd.Env = append(cmd.Env, b.cgo)
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binsErr = fmt.Errorf("build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
+		}
+	})
+	if binsErr != nil {
+		t.Fatal(binsErr)
+	}
+	return binDir
 }
 
 // lockedBuf collects logs written from goroutines that may outlive a test.
@@ -108,7 +124,7 @@ func newLocal(t *testing.T, o localOpts) *local {
 	ws := workspace.New(f, workspace.Options{})
 	opts := mcpserver.Options{API: ws, Logger: log, ProgressEvery: o.progressEvery}
 	if !o.noExec {
-		rt, err := backends.New(backends.Options{Dirs: []string{binDir}, WS: ws, Owner: filepath.Join(dir, "ws.cfs"), Logger: log})
+		rt, err := backends.New(backends.Options{Dirs: []string{bins(t)}, WS: ws, Owner: filepath.Join(dir, "ws.cfs"), Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	home, ws := binWorkspace(t)
 	startServe(t, home, ws)
-	run := exec.CommandContext(ctx, node, "client.mjs", filepath.Join(binDir, "computerfs"), ws)
+	run := exec.CommandContext(ctx, node, "client.mjs", filepath.Join(bins(t), "computerfs"), ws)
 	run.Dir = dir
 	run.Env = cfsEnv(home)
 	run.WaitDelay = 10 * time.Second
