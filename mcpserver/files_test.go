@@ -295,3 +295,22 @@ func TestEdit(t *testing.T) {
 		fails(t, l.cs, "edit", map[string]any{"file_path": "/made.txt", "old_string": "", "new_string": "again\n"}, "this one exists")
 	})
 }
+
+// A path under the mount point (what an agent that also has a shell on
+// the mount passes) is the workspace path it shows.
+func TestMountPointPaths(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true, mountPoint: "/home/me/computerfs/"})
+	l.put(t, "/src/a.txt", "a\n")
+	for _, p := range []string{"/home/me/computerfs/src/a.txt", "/src/a.txt", "src/a.txt", "/home/me/computerfs/src/../src/a.txt"} {
+		c := ok(t, l.cs, "read", map[string]any{"file_path": p})
+		if c.data["path"] != "/src/a.txt" {
+			t.Errorf("%s: read %v", p, c.data["path"])
+		}
+	}
+	c := ok(t, l.cs, "ls", map[string]any{"path": "/home/me/computerfs"})
+	if !strings.HasPrefix(c.text, "/\n") {
+		t.Errorf("ls of the mount point: %s", c.text)
+	}
+	// Not under it: a workspace path like any other.
+	fails(t, l.cs, "read", map[string]any{"file_path": "/home/me/computerfsx/a"}, "no such file")
+}

@@ -103,6 +103,7 @@ type local struct {
 type localOpts struct {
 	noExec        bool
 	progressEvery time.Duration
+	mountPoint    string
 	client        *mcp.ClientOptions
 }
 
@@ -122,7 +123,7 @@ func newLocal(t *testing.T, o localOpts) *local {
 		}
 	})
 	ws := workspace.New(f, workspace.Options{})
-	opts := mcpserver.Options{API: ws, Logger: log, ProgressEvery: o.progressEvery}
+	opts := mcpserver.Options{API: ws, Logger: log, ProgressEvery: o.progressEvery, MountPoint: o.mountPoint}
 	if !o.noExec {
 		rt, err := backends.New(backends.Options{Dirs: []string{bins(t)}, WS: ws, Owner: filepath.Join(dir, "ws.cfs"), Logger: log})
 		if err != nil {
