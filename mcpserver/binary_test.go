@@ -37,19 +37,12 @@ func cfsEnv(home string) []string {
 	return append(os.Environ(), "COMPUTERFS_HOME="+home, "COMPUTERFS_LOG=debug")
 }
 
-// startServe runs `computerfs serve WS` (the daemon without a mount) in
-// its own process group until the test ends.
-func startServe(t *testing.T, home, ws string) {
+// start starts cmd, in its own process group, until the test ends: then
+// it gets SIGTERM, and SIGKILL (and the test fails) if it is still there
+// 20 s later. The channel closes when it exits.
+func start(t *testing.T, cmd *exec.Cmd, logs *lockedBuf) <-chan struct{} {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "serve", ws)
-	cmd.Env = cfsEnv(home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuf{}
-	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +55,26 @@ func startServe(t *testing.T, home, ws string) {
 		case <-time.After(20 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
-			t.Errorf("the daemon did not stop on SIGTERM:\n%s", logs)
+			t.Errorf("%s did not stop on SIGTERM:\n%s", cmd.Args, logs)
 		}
 	})
-	ready := make(chan bool, 1)
+	return exited
+}
+
+// startServe runs `computerfs serve WS` (the daemon without a mount) in
+// its own process group until the test ends.
+func startServe(t *testing.T, home, ws string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "serve", ws)
+	cmd.Env = cfsEnv(home)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuf{}
+	cmd.Stderr = logs
+	start(t, cmd, logs)
+	ready := make(chan bool, 2)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -167,21 +176,7 @@ func startHTTP(t *testing.T, home, ws string, args ...string) (string, *lockedBu
 	cmd.Env = cfsEnv(home)
 	logs := &lockedBuf{}
 	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("mcp --http did not stop on SIGTERM:\n%s", logs)
-		}
-	})
+	exited := start(t, cmd, logs)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := servingOn.FindStringSubmatch(logs.String()); m != nil {

@@ -90,14 +90,8 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (wo
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, nil, nil, err
 	}
-	if _, err := os.Stat(ws); err != nil {
-		return nil, nil, nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
-	}
-	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	f, err := openHere(e, ws)
 	if err != nil {
-		if errors.Is(err, chunkstore.ErrInUse) {
-			return nil, nil, nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
-		}
 		return nil, nil, nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
@@ -114,6 +108,19 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (wo
 		closeRT()
 		f.Close()
 	}, nil
+}
+
+// openHere opens the store of a workspace no daemon holds, in this
+// process, for the commands that work through the daemon when one runs.
+func openHere(e *env, ws string) (*fs.FS, error) {
+	if _, err := os.Stat(ws); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
+	}
+	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	if errors.Is(err, chunkstore.ErrInUse) {
+		return nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
+	}
+	return f, err
 }
 
 // mountOf is where the store at abs is mounted, "" if nowhere.
