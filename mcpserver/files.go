@@ -52,7 +52,6 @@ type readOut struct {
 	// has (0 when it was not read to its end).
 	NumLines   int    `json:"num_lines"`
 	TotalLines int    `json:"total_lines,omitempty"`
-	Content    string `json:"content,omitempty"` // the lines shown, unnumbered
 	Truncated  bool   `json:"truncated,omitempty"`
 	MIMEType   string `json:"mime_type,omitempty"`
 	Notice     string `json:"notice,omitempty"`
@@ -161,24 +160,24 @@ func (s *Server) read(ctx context.Context, req *mcp.CallToolRequest, in readIn) 
 		return nil, readOut{}, toolError("read", p, syscall.EISDIR)
 	}
 	out := readOut{Path: p, Size: info.Size}
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, int(max(sniffBytes, min(64<<10, info.Size+1))))
 	head, _ := br.Peek(sniffBytes)
 	if isBinary(head) {
 		return s.readBinary(ctx, req, p, info, br, r, out)
 	}
 	// Past the window, a file small enough to hash is read on to its
 	// end (for the hash and the line count); a larger one is not.
-	w, err := numberLines(br, start, limit, info.Size <= maxHashBytes)
+	w, err := numberLines(br, start, limit, info.Size <= maxHashBytes, int(min(info.Size+info.Size/4+64, maxReadBytes)))
 	if err != nil {
 		return nil, readOut{}, toolError("read", p, err)
 	}
-	text, raw, line, shown, cutLines, full := w.text.String(), w.raw.String(), w.lines, w.shown, w.cut, w.full
+	text, line, shown, cutLines, full := w.text.String(), w.lines, w.shown, w.cut, w.full
 	if w.eof {
 		out.TotalLines = line
 	}
 	out.Hash = r.Hash()
 	s.session(req.Session).remember(p, readRecord{hash: out.Hash, ino: info.Ino, size: info.Size, mtime: info.Mtime})
-	out.Kind, out.StartLine, out.NumLines, out.Content = "text", start, shown, raw
+	out.Kind, out.StartLine, out.NumLines = "text", start, shown
 	var notes []string
 	switch {
 	case info.Size == 0 || (line == 0 && out.TotalLines == 0):
@@ -265,7 +264,6 @@ func isBinary(head []byte) bool {
 // window is the lines of a file that read shows.
 type window struct {
 	text  strings.Builder // numbered as cat -n numbers them
-	raw   strings.Builder // the same lines, unnumbered
 	lines int             // lines read (all of them, with eof)
 	shown int
 	cut   int  // lines cut at maxLineChars
@@ -275,10 +273,12 @@ type window struct {
 
 // numberLines reads lines from br and keeps those from line start (1-based)
 // on, limit of them at most, within maxReadBytes of numbered text. With
-// toEOF it reads on to the end after the window, counting lines. A line's
+// toEOF it reads on to the end after the window, counting lines. sizeHint
+// is the room to make for the text at first. A line's
 // "\n" and a "\r" before it are not shown.
-func numberLines(br *bufio.Reader, start, limit int, toEOF bool) (*window, error) {
+func numberLines(br *bufio.Reader, start, limit int, toEOF bool, sizeHint int) (*window, error) {
 	w := &window{}
+	w.text.Grow(sizeHint)
 	var long []byte
 	for {
 		b, err := br.ReadSlice('\n')
@@ -363,22 +363,31 @@ func (w *window) addLine(b []byte, start, limit, chars int) {
 	if w.lines < start || w.shown >= limit || w.full {
 		return
 	}
-	l := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if chars < 0 {
-		chars = utf8.RuneCountInString(l)
-	}
-	disp, cut := cutChars(l, chars)
-	if cut {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	disp := b
+	if chars > maxLineChars || (chars < 0 && len(b) > maxLineChars && utf8.RuneCount(b) > maxLineChars) {
+		if chars < 0 {
+			chars = utf8.RuneCount(b)
+		}
+		d, _ := cutChars(string(b), chars)
+		disp = []byte(d)
 		w.cut++
 	}
-	entry := fmt.Sprintf("%6d\t%s\n", w.lines, disp)
-	if w.text.Len()+len(entry) > maxReadBytes {
+	var num [20]byte
+	nb := strconv.AppendInt(num[:0], int64(w.lines), 10)
+	pad := max(6-len(nb), 0)
+	if w.text.Len()+pad+len(nb)+len(disp)+2 > maxReadBytes {
 		w.full = true
 		return
 	}
-	w.text.WriteString(entry)
-	w.raw.WriteString(disp)
-	w.raw.WriteByte('\n')
+	for range pad {
+		w.text.WriteByte(' ')
+	}
+	w.text.Write(nb)
+	w.text.WriteByte('\t')
+	w.text.Write(disp)
+	w.text.WriteByte('\n')
 	w.shown++
 }
 

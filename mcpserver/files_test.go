@@ -112,7 +112,7 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "numbered", args: map[string]any{"file_path": "/src/a.go"},
 			want: []string{"     1\tpackage a\n     2\t\n     3\tfunc A() {}\n"}, notWant: []string{"["},
-			data: map[string]any{"kind": "text", "num_lines": 3.0, "total_lines": 3.0, "content": "package a\n\nfunc A() {}\n"}},
+			data: map[string]any{"kind": "text", "num_lines": 3.0, "total_lines": 3.0}},
 		{name: "relative path", args: map[string]any{"file_path": "src/a.go"}, want: []string{"     1\tpackage a"}},
 		{name: "first 2000 lines", args: map[string]any{"file_path": "/many.txt"},
 			want:    []string{"     1\tline 1\n", "  2000\tline 2000\n", "showing lines 1-2000 of 2500: read on with offset=2001"},

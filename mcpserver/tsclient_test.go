@@ -20,39 +20,9 @@ func TestTypeScriptClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs packages from npm")
 	}
-	require := os.Getenv("CFS_REQUIRE_NODE") == "1"
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		if require {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (CFS_REQUIRE_NODE=1 makes this a failure)", args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable("no node on PATH: install nodejs to run the TypeScript client")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		unavailable("no npm on PATH: install npm to run the TypeScript client")
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "tsclient", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, node := npmInstall(t, "tsclient", os.Getenv("CFS_REQUIRE_NODE") == "1")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		unavailable("npm ci (the registry may be unreachable): %v\n%s", err, out)
-	}
 	home, ws := binWorkspace(t)
 	startServe(t, home, ws)
 	run := exec.CommandContext(ctx, node, "client.mjs", filepath.Join(bins(t), "computerfs"), ws)
@@ -68,4 +38,50 @@ func TestTypeScriptClient(t *testing.T) {
 			t.Log(line)
 		}
 	}
+}
+
+// npmInstall copies testdata/NAME (package.json, its lock file and
+// scripts) to a new directory and installs its packages there with npm
+// ci. It skips the test when node, npm or the registry is missing, unless
+// require. It returns the directory and node's path.
+func npmInstall(t *testing.T, name string, require bool) (string, string) {
+	t.Helper()
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if require {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (CFS_REQUIRE_NODE=1 makes this a failure)", args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		unavailable("no node on PATH: install nodejs")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		unavailable("no npm on PATH: install npm")
+	}
+	src := filepath.Join("testdata", name)
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		unavailable("npm ci in %s (the registry may be unreachable): %v\n%s", name, err, out)
+	}
+	return dir, node
 }
