@@ -163,28 +163,83 @@ func (s *Server) glob(ctx context.Context, req *mcp.CallToolRequest, in globIn) 
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
-// statAll stats paths with a few workers; a path that fails is nil.
+// statAll describes paths (following symlinks), with a few workers; a
+// path that fails is nil. Paths that share a directory with others are
+// described by one listing of it, not a call each: over the daemon's
+// socket a call is the cost.
 func (s *Server) statAll(ctx context.Context, paths []string) []*workspace.FileInfo {
 	out := make([]*workspace.FileInfo, len(paths))
-	next := make(chan int)
+	byDir := map[string][]int{}
+	for i, p := range paths {
+		byDir[path.Dir(p)] = append(byDir[path.Dir(p)], i)
+	}
+	type job struct {
+		dir string
+		idx []int
+	}
+	jobs := make(chan job)
 	var wg sync.WaitGroup
-	for range min(statWorkers, len(paths)) {
+	for range min(statWorkers, len(byDir)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				if fi, err := s.opts.API.Stat(ctx, paths[i]); err == nil {
-					out[i] = &fi
-				}
+			for j := range jobs {
+				s.describe(ctx, j.dir, j.idx, paths, out)
 			}
 		}()
 	}
-	for i := range paths {
-		next <- i
+	for dir, idx := range byDir {
+		jobs <- job{dir, idx}
 	}
-	close(next)
+	close(jobs)
 	wg.Wait()
 	return out
+}
+
+// describe fills out[i] for the paths idx of directory dir: from one
+// listing when they are several, else by stat. A symlink in the listing
+// is stat'ed, to describe what it leads to.
+func (s *Server) describe(ctx context.Context, dir string, idx []int, paths []string, out []*workspace.FileInfo) {
+	stat := func(i int) {
+		if fi, err := s.opts.API.Stat(ctx, paths[i]); err == nil {
+			out[i] = &fi
+		}
+	}
+	if len(idx) < 3 {
+		for _, i := range idx {
+			stat(i)
+		}
+		return
+	}
+	want := make(map[string]int, len(idx))
+	for _, i := range idx {
+		want[path.Base(paths[i])] = i
+	}
+	for off := 0; len(want) > 0; {
+		res, err := s.opts.API.List(ctx, dir, workspace.ListOptions{Limit: lsLimit, Offset: off})
+		if err != nil {
+			break
+		}
+		for _, e := range res.Entries {
+			i, ok := want[e.Name]
+			if !ok {
+				continue
+			}
+			delete(want, e.Name)
+			if e.Type == "symlink" {
+				stat(i)
+			} else {
+				out[i] = &e
+			}
+		}
+		if res.Next == 0 {
+			break
+		}
+		off = res.Next
+	}
+	for _, i := range want {
+		stat(i) // not listed (changed meanwhile): ask for it
+	}
 }
 
 // rgTypes are ripgrep's file types (rg --type-list), the common ones.
