@@ -112,10 +112,16 @@ func TestMCPBench(t *testing.T) {
 		}
 		return "const op = \"glob\" // benched", "const op = \"glob\""
 	}
+	small, _ := os.Stat(filepath.Join(host, "workspace/api.go"))
 	rows := []struct {
 		tool     string
 		cfs, ref step
 	}{
+		{"read (workspace/api.go, " + strconv.FormatInt(small.Size(), 10) + " bytes)",
+			func(int) (string, map[string]any) { return "read", map[string]any{"file_path": "/workspace/api.go"} },
+			func(int) (string, map[string]any) {
+				return "read_text_file", map[string]any{"path": filepath.Join(host, "workspace/api.go")}
+			}},
 		{"read (" + file + ", " + strconv.FormatInt(size.Size()>>10, 10) + " KiB)",
 			func(int) (string, map[string]any) { return "read", map[string]any{"file_path": "/" + file} },
 			func(int) (string, map[string]any) {
