@@ -79,7 +79,7 @@ func (s *Server) addExecTool() error {
 	outSchema.Properties["result"] = &jsonschema.Schema{Description: "a js module's return value (any JSON value)"}
 	var ids []any
 	var desc strings.Builder
-	desc.WriteString("the backend to run on; omit it to let the policy choose the cheapest one that runs the command correctly (the shell when every command of the script is one it runs in process). The backends:")
+	desc.WriteString("the backend to run on; omit it to let the policy choose the cheapest one that runs the command correctly (the shell when every command of the script is one it runs in process, js for an ES module, else the container). The backends:")
 	var list strings.Builder
 	for _, b := range s.backends {
 		ids = append(ids, b.Id)
@@ -101,7 +101,7 @@ func (s *Server) addExecTool() error {
 		Name:  "exec",
 		Title: "Run a command",
 		Description: `Runs a command on the workspace on one of its execution backends, which all see the same files.
-- Without backend, a policy picks: the in-process shell (bash syntax, the common coreutils, fast) when it can run every command, else a container with the host's real binaries (git, make, compilers).
+- Without backend, a policy picks: the in-process shell (bash syntax, the common coreutils, fast) when it can run every command, js for an ES module (source whose first line of code is an import or an export default), else a container with the host's real binaries (git, make, compilers, package managers).
 - cwd is a workspace path; timeout is in milliseconds.
 - The answer holds stdout and stderr (each cut past about 30,000 characters, keeping its start and end, with a notice), the exit status, the backend chosen and why, and the files the command changed.
 - Use read, glob, grep, ls, write and edit for files: they are faster and need no shell.
