@@ -166,6 +166,22 @@ func TestStdio(t *testing.T) {
 	}
 }
 
+// A host configured with a workspace that does not exist yet gets a new
+// one, as mount makes it.
+func TestStdioNewWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "deeper", "new.cfs")
+	cs, logs := connectStdio(t, filepath.Join(dir, "home"), ws)
+	ok(t, cs, "write", map[string]any{"file_path": "/hello.txt", "content": "hi\n"})
+	c := ok(t, cs, "read", map[string]any{"file_path": "/hello.txt"})
+	if c.text != "     1\thi\n" {
+		t.Errorf("read: %q", c.text)
+	}
+	if _, err := os.Stat(ws); err != nil {
+		t.Errorf("no store at %s: %v\n%s", ws, err, logs)
+	}
+}
+
 var servingOn = regexp.MustCompile(`on http://(\S+)/`)
 
 // startHTTP runs `computerfs mcp --http 127.0.0.1:0 ARGS` and returns

@@ -51,6 +51,21 @@ func TestExec(t *testing.T) {
 		})
 	}
 	fails(t, l.cs, "exec", map[string]any{"command": "true", "backend": "cobol"}, "backend")
+	t.Run("js", func(t *testing.T) {
+		for _, args := range []map[string]any{
+			{"command": "export default (i) => ({doubled: i.n * 2})", "input": map[string]any{"n": 21}, "backend": "js"},
+			{"command": "export default (i) => ({doubled: i.n * 2})", "input": map[string]any{"n": 21}}, // routed
+		} {
+			c := ok(t, l.cs, "exec", args)
+			if c.data["backend"] != "js" || fmt.Sprint(c.data["result"]) != "map[doubled:42]" || !strings.Contains(c.text, `[result] {"doubled":42}`) {
+				t.Errorf("%v: %s %v", args, c.text, c.data)
+			}
+		}
+		c := ok(t, l.cs, "exec", map[string]any{"command": "import { readFile } from 'node:fs/promises';\nexport default async () => (await readFile('/src/out.txt', 'utf8')).trim()"})
+		if c.data["result"] != "new" {
+			t.Errorf("a module reading the workspace: %s", c.text)
+		}
+	})
 	fails(t, l.cs, "exec", map[string]any{"command": " "}, "command is empty")
 }
 

@@ -77,7 +77,7 @@ func TestToolList(t *testing.T) {
 	}
 	json.Unmarshal(b, &schema)
 	be := schema.Properties["backend"]
-	if fmt.Sprint(be.Enum) != "[shell]" || !strings.Contains(be.Description, "- shell: A bash-like shell") {
+	if fmt.Sprint(be.Enum) != "[js shell]" || !strings.Contains(be.Description, "- shell: A bash-like shell") || !strings.Contains(be.Description, "- js: Runs an ES module") {
 		t.Errorf("exec's backend: enum %v, description %q", be.Enum, be.Description)
 	}
 	// Grep's flags keep ripgrep's names.

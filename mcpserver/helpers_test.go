@@ -26,7 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// binDir holds computerfs and computerfs-plugin-shell, built on first
+// binDir holds computerfs and the shell and js plugins, built on first
 // use (by bins): a fuzz worker, which runs TestMain too, builds nothing.
 var (
 	binDir   string
@@ -55,6 +55,7 @@ func bins(t *testing.T) string {
 		for _, b := range []struct{ out, pkg, cgo string }{
 			{"computerfs", "../cmd/computerfs", ""},
 			{"computerfs-plugin-shell", "../cmd/plugin-shell", "CGO_ENABLED=0"}, // as make builds it
+			{"computerfs-plugin-js", "../cmd/plugin-js", "CGO_ENABLED=0"},
 		} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
 			cmd.Env = os.Environ()

@@ -90,7 +90,18 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (wo
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, nil, nil, err
 	}
-	f, err := openHere(e, ws)
+	// A host configured with a workspace that does not exist yet gets a
+	// new one, as mount makes it.
+	var f *fs.FS
+	if _, serr := os.Stat(ws); errors.Is(serr, os.ErrNotExist) {
+		e.log.Info("mcp: creating the workspace", "workspace", ws)
+		if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
+			return nil, nil, nil, fmt.Errorf("workspace %s: %w", ws, err)
+		}
+		f, err = fs.Open(ws, fs.Options{Logger: e.log})
+	} else {
+		f, err = openHere(e, ws)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
