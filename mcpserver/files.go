@@ -432,6 +432,12 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, in writeIn
 		}
 	}
 	res, err := s.opts.API.Write(ctx, p, strings.NewReader(in.Content), opt)
+	if wasRead && errors.Is(err, workspace.ErrConflict) {
+		// Gone since it was read: a new file, which needs no read.
+		if _, serr := s.opts.API.Lstat(ctx, p); errors.Is(serr, syscall.ENOENT) {
+			res, err = s.opts.API.Write(ctx, p, strings.NewReader(in.Content), workspace.WriteOptions{Parents: true, Exclusive: true})
+		}
+	}
 	if errors.Is(err, syscall.EEXIST) && !wasRead {
 		return nil, writeOut{}, fmt.Errorf("write %s: the file exists and this session has not read it: read it first, then write (or edit it) (%w)", p, err)
 	}

@@ -2,11 +2,13 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -212,6 +214,17 @@ func TestWriteAndEditNeedRead(t *testing.T) {
 	// The same bytes written again by another door is no change.
 	l.put(t, "/theirs.txt", "mine\n")
 	ok(t, cs, "edit", map[string]any{"file_path": "/theirs.txt", "old_string": "mine", "new_string": "ours"})
+
+	// Removed by another door since the read: writing it makes a new file.
+	ok(t, cs, "read", map[string]any{"file_path": "/theirs.txt"})
+	if _, err := l.ws.Remove(context.Background(), "/theirs.txt", workspace.RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, cs, "edit", map[string]any{"file_path": "/theirs.txt", "old_string": "ours", "new_string": "x"}, "no such file")
+	c = ok(t, cs, "write", map[string]any{"file_path": "/theirs.txt", "content": "again\n"})
+	if c.data["created"] != true || l.get(t, "/theirs.txt") != "again\n" {
+		t.Errorf("write after a removal: %s %v", c.text, c.data)
+	}
 
 	// Another session has read nothing.
 	other := newClient(t, l)
