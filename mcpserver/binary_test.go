@@ -2,13 +2,16 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,6 +101,12 @@ func startServe(t *testing.T, home, ws string) {
 // connects the Go SDK's client to it.
 func connectStdio(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf) {
 	t.Helper()
+	cs, logs, _ := connectStdioCmd(t, home, ws)
+	return cs, logs
+}
+
+func connectStdioCmd(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", ws)
 	cmd.Env = cfsEnv(home)
 	logs := &lockedBuf{}
@@ -113,7 +122,7 @@ func connectStdio(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf
 			t.Logf("close: %v", err)
 		}
 	})
-	return cs, logs
+	return cs, logs, cmd
 }
 
 // Over stdio, as Claude Code spawns it, with a daemon holding the
@@ -130,7 +139,7 @@ func TestStdio(t *testing.T) {
 			if daemon {
 				startServe(t, home, ws)
 			}
-			cs, logs := connectStdio(t, home, ws)
+			cs, logs, cmd := connectStdioCmd(t, home, ws)
 			ok(t, cs, "write", map[string]any{"file_path": "/src/main.go", "content": "package main\n\nfunc main() {}\n"})
 			c := ok(t, cs, "read", map[string]any{"file_path": "/src/main.go"})
 			if !strings.Contains(c.text, "     3\tfunc main() {}") {
@@ -162,6 +171,19 @@ func TestStdio(t *testing.T) {
 			if !daemon && !strings.Contains(logs.String(), "on the store, no daemon") {
 				t.Errorf("mcp did not open the store:\n%s", logs)
 			}
+			if !daemon {
+				// The plugins mcp started read /dev/null, never the
+				// protocol's stream.
+				kids := childrenOf(cmd.Process.Pid)
+				if len(kids) == 0 {
+					t.Errorf("no plugin process under mcp (pid %d)", cmd.Process.Pid)
+				}
+				for _, pid := range kids {
+					if fd0, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", pid)); err != nil || fd0 != "/dev/null" {
+						t.Errorf("plugin %d: stdin %q (%v), want /dev/null", pid, fd0, err)
+					}
+				}
+			}
 		})
 	}
 }
@@ -180,6 +202,28 @@ func TestStdioNewWorkspace(t *testing.T) {
 	if _, err := os.Stat(ws); err != nil {
 		t.Errorf("no store at %s: %v\n%s", ws, err, logs)
 	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, n)
+		}
+	}
+	return kids
 }
 
 var servingOn = regexp.MustCompile(`on http://(\S+)/`)
