@@ -204,32 +204,67 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 		fmt.Fprintf(&b, ": %s", out.EndReason)
 	}
 	fmt.Fprintf(&b, "; backend %s (%s); %s", out.Backend, out.Reason, time.Duration(res.Exit.DurationNs).Round(time.Millisecond))
-	switch n := len(out.Changes); {
-	case n == 0:
-		b.WriteString("; no files changed")
-	default:
-		fmt.Fprintf(&b, "; %d changes:", n)
-		for i, c := range out.Changes {
-			if i == maxChanges {
-				fmt.Fprintf(&b, " and %d more", n-i)
-				break
-			}
-			fmt.Fprintf(&b, " %s %s", c.Op, c.Path)
-			if c.NewPath != "" {
-				b.WriteString(" -> " + c.NewPath)
-			}
-			if i < n-1 && i < maxChanges-1 {
-				b.WriteString(",")
-			}
-		}
-		if out.ChangesTruncated {
-			b.WriteString(" (list cut)")
-		}
-	}
+	b.WriteString(changesText(out.Changes, out.ChangesTruncated))
 	b.WriteString("]")
+	if out.ExitCode == 127 && out.Backend == "shell" && strings.Contains(out.Stderr, "command not found") {
+		b.WriteString("\n[the shell runs its own commands only (the exec tool's description lists them); real binaries (git, compilers, package managers) run on the container backend")
+		if !s.hasBackend("container") {
+			b.WriteString(", which is not installed here")
+		} else {
+			b.WriteString(": pass backend container")
+		}
+		b.WriteString("]")
+	}
 	// A failing command is the command's answer, not a tool error: the
 	// agent reads its output and status.
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
+}
+
+// changesText lists the files an exec changed, each path once with its
+// operations in order.
+func changesText(cs []execChange, truncated bool) string {
+	if len(cs) == 0 {
+		return "; no files changed"
+	}
+	var order []string
+	ops := map[string][]string{}
+	for _, c := range cs {
+		p := c.Path
+		if c.NewPath != "" {
+			p += " -> " + c.NewPath
+		}
+		if _, ok := ops[p]; !ok {
+			order = append(order, p)
+		}
+		if o := ops[p]; len(o) == 0 || o[len(o)-1] != c.Op {
+			ops[p] = append(o, c.Op)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "; %d files changed:", len(order))
+	for i, p := range order {
+		if i == maxChanges {
+			fmt.Fprintf(&b, " and %d more", len(order)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s (%s)", p, strings.Join(ops[p], ", "))
+	}
+	if truncated {
+		b.WriteString(" (list cut)")
+	}
+	return b.String()
+}
+
+func (s *Server) hasBackend(id string) bool {
+	for _, b := range s.backends {
+		if b.Id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // keeper keeps the start and the end of a stream, and counts it all.
