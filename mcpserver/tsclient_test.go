@@ -13,7 +13,8 @@ import (
 // TestTypeScriptClient runs a client from another ecosystem: the official
 // TypeScript SDK (@modelcontextprotocol/sdk, from npm) spawns computerfs
 // mcp over stdio, with a daemon holding the workspace, and calls every
-// tool (testdata/tsclient/client.mjs). Without node, npm or the registry
+// tool (testdata/tsclient/client.mjs); then does the same over streamable
+// HTTP with a bearer token. Without node, npm or the registry
 // it skips, unless CFS_REQUIRE_NODE=1 (as .ci/run sets) makes that a
 // failure.
 func TestTypeScriptClient(t *testing.T) {
@@ -25,19 +26,35 @@ func TestTypeScriptClient(t *testing.T) {
 	defer cancel()
 	home, ws := binWorkspace(t)
 	startServe(t, home, ws)
-	run := exec.CommandContext(ctx, node, "client.mjs", filepath.Join(bins(t), "computerfs"), ws)
-	run.Dir = dir
-	run.Env = cfsEnv(home)
-	run.WaitDelay = 10 * time.Second
-	out, err := run.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), " passed, 0 failed") {
-		t.Fatalf("TypeScript client: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(line, "ok ") || strings.Contains(line, "passed,") {
-			t.Log(line)
+	runClient := func(t *testing.T, args ...string) {
+		run := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
+		run.Dir = dir
+		run.Env = cfsEnv(home)
+		run.WaitDelay = 10 * time.Second
+		out, err := run.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), " passed, 0 failed") {
+			t.Fatalf("TypeScript client: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(line, "ok ") || strings.Contains(line, "passed,") {
+				t.Log(line)
+			}
 		}
 	}
+	t.Run("stdio", func(t *testing.T) {
+		runClient(t, filepath.Join(bins(t), "computerfs"), ws)
+	})
+	t.Run("http", func(t *testing.T) {
+		// A fresh workspace: the checks expect their files missing.
+		home2, ws2 := binWorkspace(t)
+		startServe(t, home2, ws2)
+		tokenFile := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(tokenFile, []byte("ts-client-token-0123456789\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		addr, _ := startHTTP(t, home2, ws2, "--token-file", tokenFile)
+		runClient(t, "--http", "http://"+addr+"/", "ts-client-token-0123456789")
+	})
 }
 
 // npmInstall copies testdata/NAME (package.json, its lock file and

@@ -1,16 +1,20 @@
 // The official TypeScript MCP SDK's client, spawning `computerfs mcp -w WS`
-// over stdio as an agent host does, and calling every tool.
+// over stdio as an agent host does, or connecting to `computerfs mcp
+// --http` with its bearer token, and calling every tool.
 //
 //   node client.mjs COMPUTERFS_BINARY WORKSPACE
+//   node client.mjs --http URL TOKEN
 //
 // It prints one line per check and ends with "N passed, N failed"; it
 // exits 1 if any check failed.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [bin, ws] = process.argv.slice(2);
-if (!bin || !ws) {
-  console.error("usage: node client.mjs COMPUTERFS_BINARY WORKSPACE");
+const [a, b] = process.argv.slice(2, 4);
+const http = a === "--http";
+if (!a || !b || (http && !process.argv[4])) {
+  console.error("usage: node client.mjs COMPUTERFS_BINARY WORKSPACE | --http URL TOKEN");
   process.exit(2);
 }
 
@@ -30,12 +34,16 @@ function text(res) {
   return (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 }
 
-const transport = new StdioClientTransport({
-  command: bin,
-  args: ["mcp", "-w", ws],
-  env: { ...process.env },
-  stderr: "inherit",
-});
+const transport = http
+  ? new StreamableHTTPClientTransport(new URL(b), {
+      requestInit: { headers: { Authorization: `Bearer ${process.argv[4]}` } },
+    })
+  : new StdioClientTransport({
+      command: a,
+      args: ["mcp", "-w", b],
+      env: { ...process.env },
+      stderr: "inherit",
+    });
 const client = new Client({ name: "computerfs-ts-test", version: "1.0.0" });
 await client.connect(transport);
 
