@@ -65,8 +65,8 @@ func start(t *testing.T, cmd *exec.Cmd, logs *lockedBuf) <-chan struct{} {
 }
 
 // startServe runs `computerfs serve WS` (the daemon without a mount) in
-// its own process group until the test ends.
-func startServe(t *testing.T, home, ws string) {
+// its own process group until the test ends, or until stop.
+func startServe(t *testing.T, home, ws string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "serve", ws)
 	cmd.Env = cfsEnv(home)
@@ -76,7 +76,7 @@ func startServe(t *testing.T, home, ws string) {
 	}
 	logs := &lockedBuf{}
 	cmd.Stderr = logs
-	start(t, cmd, logs)
+	exited := start(t, cmd, logs)
 	ready := make(chan bool, 2)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -94,6 +94,10 @@ func startServe(t *testing.T, home, ws string) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve not ready after 30 s:\n%s", logs)
+	}
+	return func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		<-exited
 	}
 }
 
@@ -186,6 +190,17 @@ func TestStdio(t *testing.T) {
 			}
 		})
 	}
+}
+
+// When the daemon goes, the tools say so and what to do.
+func TestDaemonGone(t *testing.T) {
+	home, ws := binWorkspace(t)
+	stop := startServe(t, home, ws)
+	cs, _ := connectStdio(t, home, ws)
+	ok(t, cs, "write", map[string]any{"file_path": "/a.txt", "content": "a\n"})
+	stop()
+	fails(t, cs, "read", map[string]any{"file_path": "/a.txt"}, "the workspace's daemon does not answer", "Start it again")
+	fails(t, cs, "exec", map[string]any{"command": "echo hi"}, "the workspace's daemon does not answer")
 }
 
 // A host configured with a workspace that does not exist yet gets a new

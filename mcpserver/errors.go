@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs/workspace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // toolError says what failed and what the agent can do about it, keeping
@@ -37,6 +39,8 @@ func toolError(op, p string, err error) error {
 		hint = "too many symlinks on the way"
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		hint = "permission denied"
+	case status.Code(err) == codes.Unavailable:
+		hint = "the workspace's daemon does not answer: is it still running (computerfs mount, or serve)? Start it again, or restart this MCP server to open the store itself"
 	}
 	if hint == "" {
 		return fmt.Errorf("%s %s: %w", op, p, err)

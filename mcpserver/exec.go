@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +171,11 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 		if ctx.Err() != nil {
 			return nil, execOut{}, fmt.Errorf("exec: cancelled: %w", context.Cause(ctx))
 		}
-		return nil, execOut{}, fmt.Errorf("exec: could not run the command: %w", err)
+		short := strings.ReplaceAll(in.Command, "\n", " ")
+		if len(short) > 60 {
+			short = short[:57] + "..."
+		}
+		return nil, execOut{}, toolError("exec", strconv.Quote(short), fmt.Errorf("could not run the command: %w", err))
 	}
 	out := execOut{ExecID: res.ID, Backend: res.Backend, Reason: res.Reason, ExitCode: backends.ExitStatus(res.Exit),
 		Signal: int(res.Exit.Signal), TimedOut: res.Exit.TimedOut, EndReason: res.Exit.Reason,
