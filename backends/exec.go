@@ -107,6 +107,26 @@ func ExitStatus(e *pb.Exit) int {
 	return int(e.ExitCode)
 }
 
+// ExitClass names how an exec ended, in ExitStatus's order: "timeout"
+// (124), "output_cut" (141), "memory" (137), "ok" (0), else "error" (any
+// other status, a signal's included). It tells a limit from a command
+// that exits 124 by itself, which the status alone cannot.
+func ExitClass(e *pb.Exit) string {
+	switch {
+	case e == nil:
+		return "error"
+	case e.TimedOut:
+		return "timeout"
+	case e.Truncated:
+		return "output_cut"
+	case e.OomKilled:
+		return "memory"
+	case ExitStatus(e) == 0:
+		return "ok"
+	}
+	return "error"
+}
+
 // Choose picks the backend for req, and says why.
 func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, error) {
 	if req.Backend != "" {
@@ -608,13 +628,16 @@ func (r *Runtime) record(res *Result) {
 	}
 	r.log.Info("exec", "id", res.ID, "backend", res.Backend, "reason", res.Reason,
 		"exit", ExitStatus(res.Exit), "duration", time.Duration(res.Exit.DurationNs), "changed", len(paths), "why_ended", res.Exit.Reason)
+	if r.opts.OnExec != nil {
+		defer r.opts.OnExec(res)
+	}
 	if r.opts.ExecLog == nil {
 		return
 	}
 	rec := map[string]any{
 		"id": res.ID, "time": res.Start.UTC().Format(time.RFC3339Nano), "backend": res.Backend, "reason": res.Reason,
-		"exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
-		"truncated": res.Exit.Truncated, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
+		"exit": ExitStatus(res.Exit), "exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
+		"truncated": res.Exit.Truncated, "oom_killed": res.Exit.OomKilled, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
 		"changed": paths, "changes_truncated": res.ChangesTruncated,
 	}
 	line, _ := json.Marshal(rec)

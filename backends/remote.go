@@ -10,6 +10,7 @@ import (
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
 )
 
 // ExecRemote is the client side of Service.Exec: it runs start through
@@ -17,7 +18,8 @@ import (
 // signals, and streaming the command's output to stdout and stderr as it
 // comes. Ending ctx ends the stream, and the service kills the command.
 //
-// The Result is as Runtime.Exec's (without Start). A stdin read still
+// The Result is as Runtime.Exec's (without Start). A failed call is a
+// wsrpc.PlainError, which says plainly when the daemon went away. A stdin read still
 // blocked at the end is interrupted as Request.Stdin says, and waited for;
 // any other reader is left to finish its read.
 func ExecRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, stdin io.Reader, signals <-chan syscall.Signal, stdout, stderr io.Writer) (*Result, error) {
@@ -25,10 +27,10 @@ func ExecRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, s
 	defer cancel()
 	stream, err := c.Exec(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
+		return nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 	}
 	if err := stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_Start{Start: start}}); err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
+		return nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 	}
 	// The stream's sends happen in one goroutine: stdin chunks (read by
 	// another) and signals, until the call ends.
@@ -100,7 +102,7 @@ func ExecRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, s
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			return nil, fmt.Errorf("daemon: %w", err)
+			return nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 		}
 		switch msg := m.Msg.(type) {
 		case *pb.ExecOutput_Stdout:

@@ -12,6 +12,10 @@
 // and a plugin that crashes, hangs or lies fails its exec and nothing
 // else.
 //
+// What it knows of itself is for the daemon's status and metrics: List
+// gives each backend's state, pid, execs and restarts, Options.OnExec
+// sees every exec's result, and ExitClass names how an exec ended.
+//
 // # Locking
 //
 // Runtime.mu guards the backend table and the token table; each
@@ -69,7 +73,10 @@ type Options struct {
 	Policy Policy
 	// ExecLog, if set, receives one JSON record per exec.
 	ExecLog io.Writer
-	Logger  *slog.Logger
+	// OnExec, if set, is called with every exec's result once it has
+	// ended and been recorded (metrics). It must not block.
+	OnExec func(*Result)
+	Logger *slog.Logger
 }
 
 // DefaultDirs are the plugin directories: beside the computerfs binary,
@@ -220,7 +227,11 @@ func (b *backend) info() *pb.BackendInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checkAliveLocked()
-	return &pb.BackendInfo{Id: b.id, Path: b.path, State: b.state, Description: b.desc, LastError: b.lastErr, Execs: b.execs, Restarts: b.restarts}
+	info := &pb.BackendInfo{Id: b.id, Path: b.path, State: b.state, Description: b.desc, LastError: b.lastErr, Execs: b.execs, Restarts: b.restarts}
+	if b.state == StateReady {
+		info.Pid = int64(b.pid)
+	}
+	return info
 }
 
 // checkAliveLocked notices a plugin process that died since we last

@@ -826,7 +826,16 @@ func TestStructuredInput(t *testing.T) {
 func TestExecLog(t *testing.T) {
 	t.Parallel()
 	var log lockedBuf
-	h := newHarness(t, []string{pluginDir(t, "test")}, func(o *backends.Options) { o.ExecLog = &log })
+	var mu sync.Mutex
+	var seen []*backends.Result
+	h := newHarness(t, []string{pluginDir(t, "test")}, func(o *backends.Options) {
+		o.ExecLog = &log
+		o.OnExec = func(r *backends.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, r)
+		}
+	})
 	h.mustEcho(t, "test", "a")
 	if _, _, _, err := h.exec(t, &backends.Request{Backend: "test", Argv: []string{"write", "/logged", "x"}}); err != nil {
 		t.Fatal(err)
@@ -857,24 +866,44 @@ func TestExecLog(t *testing.T) {
 	if !found {
 		t.Errorf("the write's record does not list /logged: %v", recs[1])
 	}
-	if recs[2]["exit_code"] != float64(3) {
+	if recs[2]["exit_code"] != float64(3) || recs[2]["exit"] != float64(3) || recs[2]["oom_killed"] != false {
 		t.Errorf("record: %v", recs[2])
+	}
+	// OnExec saw each exec once recorded, in order.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[0].ID != recs[0]["id"] || seen[2].ID != recs[2]["id"] || backends.ExitStatus(seen[2].Exit) != 3 {
+		t.Errorf("OnExec saw %d results: %+v", len(seen), seen)
+	}
+	// The list shows the running plugin's pid.
+	for _, b := range h.rt.List(context.Background(), false) {
+		if b.Id == "test" && (b.State != backends.StateReady || b.Pid <= 0 || !alive(int(b.Pid))) {
+			t.Errorf("backend info of a ready plugin: %+v", b)
+		}
 	}
 }
 
 func TestExitStatus(t *testing.T) {
 	for _, tc := range []struct {
-		e    *pb.Exit
-		want int
+		e     *pb.Exit
+		want  int
+		class string
 	}{
-		{nil, 1},
-		{&pb.Exit{}, 0},
-		{&pb.Exit{ExitCode: 3}, 3},
-		{&pb.Exit{Signal: 9}, 137},
-		{&pb.Exit{Signal: 15, ExitCode: 1}, 143},
+		{nil, 1, "error"},
+		{&pb.Exit{}, 0, "ok"},
+		{&pb.Exit{ExitCode: 3}, 3, "error"},
+		{&pb.Exit{ExitCode: 124}, 124, "error"}, // by itself, not the limit
+		{&pb.Exit{Signal: 9}, 137, "error"},
+		{&pb.Exit{Signal: 15, ExitCode: 1}, 143, "error"},
+		{&pb.Exit{TimedOut: true, Signal: 9}, 124, "timeout"},
+		{&pb.Exit{Truncated: true}, 141, "output_cut"},
+		{&pb.Exit{OomKilled: true, Signal: 9}, 137, "memory"},
 	} {
 		if got := backends.ExitStatus(tc.e); got != tc.want {
 			t.Errorf("ExitStatus(%v) = %d, want %d", tc.e, got, tc.want)
+		}
+		if got := backends.ExitClass(tc.e); got != tc.class {
+			t.Errorf("ExitClass(%v) = %q, want %q", tc.e, got, tc.class)
 		}
 	}
 }

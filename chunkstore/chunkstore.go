@@ -41,7 +41,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -376,6 +376,19 @@ func (s *Store) create(tx *bolt.Tx, chunkSize int) error {
 var migrations = map[uint32]func(tx *bolt.Tx) error{
 	1: migrateBodiesToBuckets,
 	2: migrateSealRecords,
+	3: migrateBirthEpochs,
+}
+
+// migrateBirthEpochs gives every sealed record of a format 3 store birth
+// epoch 1 (format 4): the store's whole state is the first epoch.
+func migrateBirthEpochs(tx *bolt.Tx) error {
+	return resealAll(tx, func(name, k, v []byte) ([]byte, error) {
+		val, err := sealed.OpenFormat3(name, k, v)
+		if err != nil {
+			return nil, err
+		}
+		return sealed.Seal(name, k, val, 1), nil
+	})
 }
 
 // Unsealed says whether format 3 leaves key of bucket bare: the chunk
@@ -395,6 +408,18 @@ func unsealed(bucket, key []byte) bool {
 // can do without knowing their formats. A nested bucket inside a sealed
 // bucket is refused: none exists in format 2.
 func migrateSealRecords(tx *bolt.Tx) error {
+	if err := resealAll(tx, func(name, k, v []byte) ([]byte, error) { return sealed.SealFormat3(name, k, v), nil }); err != nil {
+		return err
+	}
+	k := keyFormatSeal
+	return tx.Bucket(bucketMeta).Put(k, sealed.SealFormat3(bucketMeta, k, binary.BigEndian.AppendUint32(nil, 3)))
+}
+
+// resealAll rewrites every value of every bucket but the chunk bodies,
+// and the bare meta records, through fn, in batches: bbolt's cursors are
+// not stable across writes, so each batch is read, written, and the walk
+// re-seeks. A nested bucket inside them is refused: none exists.
+func resealAll(tx *bolt.Tx, fn func(name, k, v []byte) ([]byte, error)) error {
 	var names [][]byte
 	if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 		names = append(names, bytes.Clone(name))
@@ -406,16 +431,14 @@ func migrateSealRecords(tx *bolt.Tx) error {
 		if bytes.Equal(name, bucketBodies) {
 			continue
 		}
-		if err := sealBucket(tx.Bucket(name), name); err != nil {
-			return fmt.Errorf("seal bucket %s: %w", name, err)
+		if err := resealBucket(tx.Bucket(name), name, fn); err != nil {
+			return fmt.Errorf("bucket %s: %w", name, err)
 		}
 	}
-	return sealed.In(tx, bucketMeta).Put(keyFormatSeal, binary.BigEndian.AppendUint32(nil, 3))
+	return nil
 }
 
-// sealBucket seals b's values in batches: bbolt's cursors are not stable
-// across writes, so each batch is read, written, and the walk re-seeks.
-func sealBucket(b *bolt.Bucket, name []byte) error {
+func resealBucket(b *bolt.Bucket, name []byte, fn func(name, k, v []byte) ([]byte, error)) error {
 	const batch = 4096
 	type kv struct{ k, v []byte }
 	var last []byte
@@ -429,24 +452,30 @@ func sealBucket(b *bolt.Bucket, name []byte) error {
 				k, v = c.Next()
 			}
 		}
-		for ; k != nil && len(recs) < batch; k, v = c.Next() {
+		n := 0
+		for ; k != nil && n < batch; k, v = c.Next() {
+			n++
+			last = bytes.Clone(k)
 			if v == nil {
 				return fmt.Errorf("key %s: a nested bucket", sealed.KeyString(k))
 			}
 			if unsealed(name, k) {
 				continue
 			}
-			recs = append(recs, kv{bytes.Clone(k), sealed.Seal(name, k, v)})
+			nv, err := fn(name, k, v)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, kv{bytes.Clone(k), nv})
 		}
 		for _, r := range recs {
 			if err := b.Put(r.k, r.v); err != nil {
 				return err
 			}
 		}
-		if len(recs) < batch {
+		if k == nil {
 			return nil
 		}
-		last = recs[len(recs)-1].k
 	}
 }
 
@@ -537,7 +566,12 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 		return fmt.Errorf("%w: format version %d, this binary reads up to %d; upgrade computerfs", ErrNewerFormat, version, FormatVersion)
 	}
 	sm := sealed.In(tx, bucketMeta)
-	switch seal, err := sm.Get(keyFormatSeal); {
+	seal, err := sm.Get(keyFormatSeal)
+	if version == 3 && err != nil {
+		// Format 3 sealed without a birth epoch.
+		seal, err = sealed.OpenFormat3(bucketMeta, keyFormatSeal, meta.Get(keyFormatSeal))
+	}
+	switch {
 	case err != nil:
 		return fmt.Errorf("format version record: %w", err)
 	case version >= 3 && (len(seal) != 4 || binary.BigEndian.Uint32(seal) != version):
@@ -638,8 +672,19 @@ func (s *Store) Wrap(btx *bolt.Tx) *Tx { return &Tx{Tx: btx, s: s} }
 // Tx is a bbolt transaction with chunk operations.
 type Tx struct {
 	*bolt.Tx
-	s *Store
+	s     *Store
+	epoch uint64          // the birth epoch of the records it writes (SetEpoch)
+	rec   sealed.Recorder // sees the versions it replaces (SetRecorder)
 }
+
+// SetRecorder has rec see every version of a record that Sealed buckets
+// replace or delete from now on in this transaction (package versions).
+func (t *Tx) SetRecorder(rec sealed.Recorder) { t.rec = rec }
+
+// SetEpoch sets the birth epoch that the records written through Sealed
+// get from now on in this transaction: fs's commit number (see
+// fs/SNAPSHOTS.md).
+func (t *Tx) SetEpoch(e uint64) { t.epoch = e }
 
 // Codecs of a stored body.
 const (
@@ -715,7 +760,13 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // Sealed returns bucket name of the transaction with its records'
 // seals verified on every read and made on every write (package sealed).
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
-func (t *Tx) Sealed(name []byte) sealed.Bucket { return sealed.In(t.Tx, name) }
+func (t *Tx) Sealed(name []byte) sealed.Bucket {
+	b := sealed.InAt(t.Tx, name, t.epoch)
+	if t.rec != nil {
+		b = b.WithRecorder(t.rec)
+	}
+	return b
+}
 
 // damaged logs a damaged record of this package's buckets and returns
 // err wrapped with ErrCorrupt (EIO).

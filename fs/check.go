@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
 )
 
 // CheckReport is what fsck found, and what it mended when asked to.
@@ -347,6 +349,10 @@ func (c *checker) run() error {
 		sums[ino].add(uint64(idx), v, +1)
 		return nil
 	})
+	// The chunk-list versions snapshots keep hold references too.
+	if err := historyChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
+		c.problem("snapshot history: %v", err)
+	}
 	// Summaries against the lists: a record lost or changed (its key
 	// damaged, its page misrouted) shows only here.
 	c.tx.Sealed(bucketSums).Walk(func(k, v []byte, damage error) error {
@@ -838,6 +844,9 @@ func GC(store *chunkstore.Store) (*GCReport, error) {
 		}); err != nil {
 			return fmt.Errorf("gc stopped, nothing freed: %w (run computerfs fsck)", err)
 		}
+		if err := historyChunkRefs(tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
+			return fmt.Errorf("gc stopped, nothing freed: snapshot history: %w (run computerfs fsck)", err)
+		}
 		var fix []chunkstore.ChunkInfo
 		if err := tx.ForEachChunk(func(ci chunkstore.ChunkInfo) error {
 			if ci.Refs != counted[ci.ID] {
@@ -936,6 +945,30 @@ func (c *checker) checkJournal() error {
 				return err
 			}
 			c.fixed("dropped damaged journal record %x", k)
+		}
+	}
+	return nil
+}
+
+// historyChunkRefs calls fn with the chunk of every chunk-list version
+// that snapshots keep (package versions): each holds a reference.
+func historyChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
+	b := tx.Bucket(versions.BucketHistory)
+	if b == nil {
+		return nil
+	}
+	id := versions.ID(bucketChunks)
+	c := b.Cursor()
+	for k, v := c.Seek([]byte{id}); k != nil && k[0] == id; k, v = c.Next() {
+		if len(k) != 1+16+8 {
+			return fmt.Errorf("history key %x: %w", k, errBadRecord)
+		}
+		val, err := sealed.Open(bucketChunks, k[1:17], v)
+		if err != nil {
+			return err
+		}
+		if len(val) == chunkstore.IDSize {
+			fn(chunkstore.ID(val))
 		}
 	}
 	return nil

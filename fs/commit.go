@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/versions"
 )
 
 // snapshot is every uncommitted change at one instant, taken under mu.
@@ -27,6 +28,8 @@ type snapshot struct {
 	// stored is set by apply: the change of each file's count of stored
 	// chunks, for its node once the commit is done.
 	stored map[Ino]int64
+	// epoch is set by apply: the commit's epoch.
+	epoch uint64
 }
 
 type inodeSnap struct {
@@ -162,6 +165,7 @@ func (f *FS) commitOnce() {
 		return
 	}
 	f.used = st.UniqueBytes
+	f.epoch = snap.epoch
 	f.cleanAfterCommitLocked(snap)
 }
 
@@ -169,6 +173,14 @@ func (f *FS) commitOnce() {
 // added before old ones are dropped, so a chunk shared by a change and a
 // removal in the same snapshot survives.
 func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
+	// Every record this commit writes is born at its epoch.
+	epoch := f.epoch + 1
+	tx.SetEpoch(epoch)
+	rec, err := versions.Attach(tx.Tx, epoch)
+	if err != nil {
+		return err
+	}
+	tx.SetRecorder(rec)
 	var unref []chunkstore.ID
 	// sums are the changes to chunk list summaries (fsums), written
 	// last: a record's old value counts out, its new one in. A damaged
@@ -234,30 +246,45 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		for k, v, err := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(start) {
 			// A damaged record's chunk keeps a reference too many
 			// (fsck repairs counts): never unreference a misread ID.
+			var old []byte
 			if err != nil {
 				f.reportDamage(err)
 			} else if len(v) == chunkstore.IDSize {
-				unref = append(unref, chunkstore.ID(v))
+				old = v
 				sum(t.ino).add(binary.BigEndian.Uint64(k[8:]), v, -1)
 			}
-			if err := c.Delete(); err != nil {
+			kept, err := c.DeleteKept()
+			if err != nil {
 				return err
+			}
+			// A version a snapshot keeps keeps its chunk too.
+			if old != nil && !kept {
+				unref = append(unref, chunkstore.ID(old))
 			}
 		}
 	}
 	for _, s := range snap.slots {
 		k := chunkKey(s.ino, s.idx)
+		var old *chunkstore.ID
 		if v, err := chunks.Get(k); err != nil {
 			f.reportDamage(err) // as above
 		} else if len(v) == chunkstore.IDSize {
-			unref = append(unref, chunkstore.ID(v))
+			id := chunkstore.ID(v)
+			old = &id
 			sum(s.ino).add(s.idx, v, -1)
+		}
+		dropOld := func(kept bool) {
+			if old != nil && !kept {
+				unref = append(unref, *old)
+			}
 		}
 		switch {
 		case s.hole:
-			if err := chunks.Delete(k); err != nil {
+			kept, err := chunks.DeleteKept(k)
+			if err != nil {
 				return err
 			}
+			dropOld(kept)
 			continue
 		case s.shared:
 			if err := tx.Ref(s.prep.ID); err != nil {
@@ -268,9 +295,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 				return err
 			}
 		}
-		if err := chunks.Put(k, s.prep.ID[:]); err != nil {
+		kept, err := chunks.PutKept(k, s.prep.ID[:])
+		if err != nil {
 			return err
 		}
+		dropOld(kept)
 		sum(s.ino).add(s.idx, s.prep.ID[:], +1)
 	}
 	for _, ino := range snap.dead {
@@ -310,6 +339,10 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
 		return err
 	}
+	if err := meta.Put(keyEpoch, inoKey(Ino(epoch))); err != nil {
+		return err
+	}
+	snap.epoch = epoch
 	if snap.hasLim {
 		if err := meta.Put(keyLimit, inoKey(Ino(snap.limit))); err != nil {
 			return err

@@ -53,6 +53,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -68,6 +69,7 @@ import (
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -107,13 +109,16 @@ type FS struct {
 	chunkSize int
 	interval  time.Duration
 
-	mu       sync.Mutex
-	cond     *sync.Cond // broadcast on every slot, buffer and commit change
-	nodes    map[Ino]*node
-	dirty    map[Ino]*node // nodes with changes not yet committed
-	dead     map[Ino]bool  // inodes to delete from the store at the next commit
-	gen      uint64        // bumped by every change; orders changes and snapshots
-	nextIno  Ino
+	mu      sync.Mutex
+	cond    *sync.Cond // broadcast on every slot, buffer and commit change
+	nodes   map[Ino]*node
+	dirty   map[Ino]*node // nodes with changes not yet committed
+	dead    map[Ino]bool  // inodes to delete from the store at the next commit
+	gen     uint64        // bumped by every change; orders changes and snapshots
+	nextIno Ino
+	// epoch is the last commit's number (meta/epoch); only the committer
+	// (and load, before it starts) touches it.
+	epoch    uint64
 	limit    uint64
 	limitGen uint64 // gen of an uncommitted limit change, 0 if none
 	used     uint64 // unique plaintext bytes stored, as of the last commit
@@ -220,7 +225,7 @@ func (f *FS) load(opts Options) error {
 			}
 		}
 		buildSums := tx.Bucket(bucketSums) == nil
-		for _, name := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketSums} {
+		for _, name := range append([][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketSums, bucketSnapshots}, versions.Buckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -269,6 +274,10 @@ func (f *FS) load(opts Options) error {
 			return fmt.Errorf("%w: bad next_ino record", chunkstore.ErrCorrupt)
 		}
 		f.nextIno = Ino(next)
+		if v, err = meta.Get(keyEpoch); err != nil {
+			return err
+		}
+		f.epoch, _ = u64(v) // none yet: 0, before the first commit
 		v, err = meta.Get(keyLimit)
 		if err != nil {
 			return err
@@ -295,6 +304,20 @@ func (f *FS) load(opts Options) error {
 			return nil
 		})
 		var unref []chunkstore.ID
+		if len(orphans) > 0 {
+			// The purge is a commit of its own epoch: a snapshot that
+			// saw an orphan keeps its versions.
+			f.epoch++
+			tx.SetEpoch(f.epoch)
+			rec, err := versions.Attach(tx.Tx, f.epoch)
+			if err != nil {
+				return err
+			}
+			tx.SetRecorder(rec)
+			if err := tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(f.epoch))); err != nil {
+				return err
+			}
+		}
 		for _, ino := range orphans {
 			if err := f.deleteInode(tx, ino, &unref); err != nil {
 				return err
@@ -321,8 +344,10 @@ func (f *FS) load(opts Options) error {
 // chunk references for the caller to drop after all new references exist.
 func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) error {
 	prefix := inoKey(ino)
-	if err := deletePrefix(tx.Sealed(bucketChunks), prefix, func(v []byte, damage error) {
+	if err := deletePrefix(tx.Sealed(bucketChunks), prefix, func(v []byte, damage error, kept bool) {
 		switch {
+		case kept:
+			// A snapshot keeps this version, and its chunk.
 		case damage != nil:
 			// Its chunk keeps a reference too many, which fsck
 			// repairs; unreferencing a misread ID could free
@@ -351,14 +376,18 @@ func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) err
 	return tx.Sealed(bucketInodes).Delete(prefix)
 }
 
-func deletePrefix(b sealed.Bucket, prefix []byte, visit func(v []byte, damage error)) error {
+// deletePrefix deletes every record under prefix, showing each to visit
+// with whether a snapshot kept its version.
+func deletePrefix(b sealed.Bucket, prefix []byte, visit func(v []byte, damage error, kept bool)) error {
 	c := b.Cursor()
 	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(prefix) {
-		if visit != nil {
-			visit(v, err)
+		v = bytes.Clone(v)
+		kept, derr := c.DeleteKept()
+		if derr != nil {
+			return derr
 		}
-		if err := c.Delete(); err != nil {
-			return err
+		if visit != nil {
+			visit(v, err, kept)
 		}
 	}
 	return nil
@@ -566,7 +595,10 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true}
+	for _, b := range versions.Buckets {
+		optional[string(b)] = true
+	}
 	var bad []string
 	tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 		if !want[string(name)] && !optional[string(name)] {

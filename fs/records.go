@@ -16,12 +16,17 @@ var (
 	bucketOrphans = []byte("orphans")
 	bucketMeta    = []byte("meta")
 	bucketSums    = []byte("fsums")
+	// bucketSnapshots: name → snapshot record (snapshot.go).
+	bucketSnapshots = []byte("snapshots")
 )
 
 // Keys of the fs layer in the shared meta bucket.
 var (
 	keyNextIno = []byte("next_ino")
 	keyLimit   = []byte("limit_bytes")
+	// keyEpoch is the number of the last commit: every record a commit
+	// writes is born at its epoch (fs/SNAPSHOTS.md).
+	keyEpoch = []byte("epoch")
 )
 
 // Ino is an inode number: the FUSE node ID and st_ino. Never reused.

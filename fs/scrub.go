@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
 )
 
 // ScrubOptions configure Scrub.
@@ -115,7 +117,7 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 	var suspects []Ino // chunk lists that disagreed with their summary
 	usesBad := make(map[Ino][]string)
 	usedBad := make(map[chunkstore.ID]bool)
-	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSums} {
+	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSums, bucketSnapshots} {
 		after = nil
 		var cur Ino
 		var sum listSum
@@ -185,6 +187,50 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 			if after == nil {
 				break
 			}
+		}
+	}
+
+	// The versions snapshots keep: each sealed under its own bucket and
+	// key.
+	after = nil
+	for {
+		err := store.View(func(tx *chunkstore.Tx) error {
+			h := tx.Bucket(versions.BucketHistory)
+			if h == nil {
+				after = nil
+				return nil
+			}
+			c := h.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for i := 0; k != nil && i < opts.Batch; i++ {
+				rep.Records++
+				name := versions.Name(k[0])
+				if len(k) < 9 || name == "" {
+					found = append(found, damaged{what: fmt.Sprintf("snapshot history key %x: malformed", k)})
+				} else if _, err := sealed.Open([]byte(name), k[1:len(k)-8], v); err != nil {
+					found = append(found, damaged{what: "a version a snapshot keeps: " + err.Error()})
+				}
+				after = bytes.Clone(k)
+				k, v = c.Next()
+			}
+			if k == nil {
+				after = nil
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("scrub: %w", err)
+		}
+		if err := pace(); err != nil {
+			return rep, err
+		}
+		if after == nil {
+			break
 		}
 	}
 

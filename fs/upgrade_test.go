@@ -17,6 +17,7 @@ import (
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -31,6 +32,14 @@ func downgradeToFormat2(t *testing.T, path string) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
+		// Buckets format 4 added.
+		for _, name := range append([][]byte{bucketSnapshots}, versions.Buckets...) {
+			if tx.Bucket(name) != nil {
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+		}
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			if string(name) == "chunks" {
 				return nil

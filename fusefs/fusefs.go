@@ -10,6 +10,11 @@
 // kernel, so the kernel may cache entries, attributes and pages for long;
 // changes made through another door (the file API, a plugin) must call
 // Invalidate.
+//
+// An Observer (Options.Observer) sees every request it answers: its op,
+// how long it took, its errno and the bytes it moved. That is how the
+// daemon's metrics count FUSE traffic without this package knowing of
+// them; without one, serving a request reads no clock.
 package fusefs
 
 import (
@@ -51,6 +56,8 @@ type Options struct {
 	Logger          *slog.Logger
 	// FsName is shown by df (the workspace path, say).
 	FsName string
+	// Observer, if set, sees every request served (metrics).
+	Observer Observer
 }
 
 // Server is a live mount.
@@ -86,6 +93,8 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		fs:            f,
 		opts:          opts,
+		obs:           opts.Observer,
+		base:          time.Now(),
 		log:           opts.Logger,
 		handles:       make(map[uint64]*handle),
 	}
@@ -320,6 +329,8 @@ type rawFS struct {
 	fuse.RawFileSystem
 	fs     *fs.FS
 	opts   Options
+	obs    Observer  // nil: none, and no clock reads
+	base   time.Time // requests are timed from it
 	log    *slog.Logger
 	server *fuse.Server
 
@@ -376,7 +387,8 @@ func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
 	r.fillAttr(a, &out.Attr)
 }
 
-func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) (code fuse.Status) {
+	defer r.end(OpLookup, r.begin(), &code, nil)
 	a, err := r.fs.Lookup(caller(h), fs.Ino(h.NodeId), name)
 	if err == syscall.ENOENT {
 		// A cached negative entry: the kernel will not ask again.
@@ -391,9 +403,13 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 	return fuse.OK
 }
 
-func (r *rawFS) Forget(nodeid, nlookup uint64) { r.fs.Forget(fs.Ino(nodeid), nlookup) }
+func (r *rawFS) Forget(nodeid, nlookup uint64) {
+	defer r.end(OpForget, r.begin(), nil, nil)
+	r.fs.Forget(fs.Ino(nodeid), nlookup)
+}
 
-func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) (code fuse.Status) {
+	defer r.end(OpGetAttr, r.begin(), &code, nil)
 	a, err := r.fs.GetAttr(fs.Ino(in.NodeId))
 	if err != nil {
 		return errStatus(err)
@@ -403,7 +419,8 @@ func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.At
 	return fuse.OK
 }
 
-func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) (code fuse.Status) {
+	defer r.end(OpSetAttr, r.begin(), &code, nil)
 	var sa fs.SetAttrIn
 	if m, ok := in.GetMode(); ok {
 		sa.Mode = &m
@@ -454,19 +471,23 @@ func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.E
 	return fuse.OK
 }
 
-func (r *rawFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+func (r *rawFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) (code fuse.Status) {
+	defer r.end(OpMknod, r.begin(), &code, nil)
 	return r.create(&in.InHeader, name, fs.NewNode{Mode: in.Mode, Rdev: in.Rdev}, out)
 }
 
-func (r *rawFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+func (r *rawFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) (code fuse.Status) {
+	defer r.end(OpMkdir, r.begin(), &code, nil)
 	return r.create(&in.InHeader, name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFDIR}, out)
 }
 
-func (r *rawFS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+func (r *rawFS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) (code fuse.Status) {
+	defer r.end(OpSymlink, r.begin(), &code, nil)
 	return r.create(h, name, fs.NewNode{Mode: syscall.S_IFLNK | 0o777, Target: target}, out)
 }
 
-func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) (_ []byte, code fuse.Status) {
+	defer r.end(OpReadlink, r.begin(), &code, nil)
 	t, err := r.fs.Readlink(fs.Ino(h.NodeId))
 	if err != nil {
 		return nil, errStatus(err)
@@ -474,7 +495,8 @@ func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse
 	return []byte(t), fuse.OK
 }
 
-func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) (code fuse.Status) {
+	defer r.end(OpLink, r.begin(), &code, nil)
 	a, err := r.fs.Link(caller(&in.InHeader), fs.Ino(in.Oldnodeid), fs.Ino(in.NodeId), name)
 	if err != nil {
 		return errStatus(err)
@@ -483,15 +505,18 @@ func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 	return fuse.OK
 }
 
-func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
+	defer r.end(OpUnlink, r.begin(), &code, nil)
 	return errStatus(r.fs.Unlink(fs.Ino(h.NodeId), name))
 }
 
-func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
+	defer r.end(OpRmdir, r.begin(), &code, nil)
 	return errStatus(r.fs.Rmdir(fs.Ino(h.NodeId), name))
 }
 
-func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) (code fuse.Status) {
+	defer r.end(OpRename, r.begin(), &code, nil)
 	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
 }
 
@@ -505,7 +530,8 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 // the garbage collector's stop-the-world, which waits for the forking
 // thread.
 
-func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, code fuse.Status) {
+	defer r.end(OpGetXAttr, r.begin(), &code, nil)
 	val, err := r.fs.GetXattr(fs.Ino(h.NodeId), name)
 	if err != nil {
 		return 0, errStatus(err)
@@ -516,7 +542,8 @@ func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 	return uint32(copy(dest, val)), fuse.OK
 }
 
-func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (_ uint32, code fuse.Status) {
+	defer r.end(OpListXAttr, r.begin(), &code, nil)
 	names, err := r.fs.ListXattr(fs.Ino(h.NodeId))
 	if err != nil {
 		return 0, errStatus(err)
@@ -531,7 +558,8 @@ func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte)
 	return uint32(copy(dest, b)), fuse.OK
 }
 
-func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) (code fuse.Status) {
+	defer r.end(OpSetXAttr, r.begin(), &code, nil)
 	if name == "system.posix_acl_access" || name == "system.posix_acl_default" {
 		// POSIX ACLs are not negotiated (CAP_POSIX_ACL): the kernel would
 		// neither enforce a stored ACL nor fold it into the mode. Refuse
@@ -542,7 +570,8 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name strin
 	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
 }
 
-func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
+	defer r.end(OpRemoveXAttr, r.begin(), &code, nil)
 	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
 }
 
@@ -572,7 +601,8 @@ func (r *rawFS) dropHandle(fh uint64) *handle {
 // this mount), and close sends no FLUSH.
 const openFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 
-func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) (code fuse.Status) {
+	defer r.end(OpCreate, r.begin(), &code, nil)
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFREG})
 	if err != nil {
 		return errStatus(err)
@@ -586,7 +616,8 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 	return fuse.OK
 }
 
-func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) (code fuse.Status) {
+	defer r.end(OpTmpfile, r.begin(), &code, nil)
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), "", fs.NewNode{Mode: in.Mode, Tmpfile: true})
 	if err != nil {
 		return errStatus(err)
@@ -608,7 +639,9 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 	return fuse.ENOSYS
 }
 
-func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, code fuse.Status) {
+	var n int
+	defer r.end(OpRead, r.begin(), &code, &n)
 	n, err := r.fs.Read(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), buf[:in.Size])
 	if err != nil {
 		return nil, errStatus(err)
@@ -616,7 +649,9 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.
 	return fuse.ReadResultData(buf[:n]), fuse.OK
 }
 
-func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, code fuse.Status) {
+	var n int
+	defer r.end(OpWrite, r.begin(), &code, &n)
 	appendMode := false
 	if hd := r.handle(in.Fh); hd != nil {
 		appendMode = hd.flags&syscall.O_APPEND != 0
@@ -631,15 +666,19 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (ui
 	return uint32(n), fuse.OK
 }
 
-func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	n, err := r.fs.CopyRange(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.OffIn), fs.Ino(in.NodeIdOut), int64(in.OffOut), int64(min(in.Len, 1<<30)))
+func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (_ uint32, code fuse.Status) {
+	var n int
+	defer r.end(OpCopyFileRange, r.begin(), &code, &n)
+	copied, err := r.fs.CopyRange(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.OffIn), fs.Ino(in.NodeIdOut), int64(in.OffOut), int64(min(in.Len, 1<<30)))
 	if err != nil {
 		return 0, errStatus(err)
 	}
-	return uint32(n), fuse.OK
+	n = int(copied)
+	return uint32(copied), fuse.OK
 }
 
-func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) (code fuse.Status) {
+	defer r.end(OpLseek, r.begin(), &code, nil)
 	if in.Whence != fs.SeekData && in.Whence != fs.SeekHole {
 		return fuse.ENOSYS
 	}
@@ -656,20 +695,24 @@ func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekO
 func (r *rawFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status { return fuse.ENOSYS }
 
 func (r *rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	defer r.end(OpRelease, r.begin(), nil, nil)
 	if hd := r.dropHandle(in.Fh); hd != nil {
 		r.fs.Release(hd.ino)
 	}
 }
 
-func (r *rawFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (r *rawFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Status) {
+	defer r.end(OpFsync, r.begin(), &code, nil)
 	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
 }
 
-func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Status) {
+	defer r.end(OpFsyncDir, r.begin(), &code, nil)
 	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
 }
 
-func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fuse.Status) {
+	defer r.end(OpFallocate, r.begin(), &code, nil)
 	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
 }
 
@@ -713,15 +756,18 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 	return fuse.OK
 }
 
-func (r *rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (r *rawFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) (code fuse.Status) {
+	defer r.end(OpReadDir, r.begin(), &code, nil)
 	return r.readDir(in, out, false)
 }
 
-func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) (code fuse.Status) {
+	defer r.end(OpReadDirPlus, r.begin(), &code, nil)
 	return r.readDir(in, out, true)
 }
 
-func (r *rawFS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+func (r *rawFS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) (code fuse.Status) {
+	defer r.end(OpStatFs, r.begin(), &code, nil)
 	st := r.fs.StatFS()
 	out.Bsize = st.BlockSize
 	out.Frsize = st.BlockSize

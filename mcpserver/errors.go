@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -39,11 +40,18 @@ func toolError(op, p string, err error) error {
 		hint = "too many symlinks on the way"
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		hint = "permission denied"
-	case status.Code(err) == codes.Unavailable:
+	case unavailable(err):
 		hint = "the workspace's daemon does not answer: is it still running (computerfs mount, or serve)? Start it again, or restart this MCP server to open the store itself"
 	}
 	if hint == "" {
 		return fmt.Errorf("%s %s: %w", op, p, err)
 	}
 	return fmt.Errorf("%s %s: %s (%w)", op, p, hint, err)
+}
+
+// unavailable says the daemon did not answer: a gRPC status error, or
+// the plain one wsrpc makes of it.
+func unavailable(err error) bool {
+	var ce *wsrpc.CallError
+	return status.Code(err) == codes.Unavailable || (errors.As(err, &ce) && ce.Code == codes.Unavailable)
 }

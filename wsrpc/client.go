@@ -65,7 +65,7 @@ func callErr(op, p string, err error, more ...string) error {
 			return &iofs.PathError{Op: op, Path: s, Err: fmt.Errorf("not valid UTF-8, which the control socket cannot carry: %w", syscall.EINVAL)}
 		}
 	}
-	return &iofs.PathError{Op: op, Path: p, Err: fmt.Errorf("workspace daemon: %w", err)}
+	return &iofs.PathError{Op: op, Path: p, Err: fmt.Errorf("workspace daemon: %w", PlainError(err))}
 }
 
 func (c *Client) Stat(ctx context.Context, p string) (workspace.FileInfo, error) {

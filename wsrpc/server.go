@@ -2,6 +2,14 @@
 // (on the daemon's control socket, and to plugins as HostFS), the client
 // side (a workspace.API across a socket), and the control socket itself.
 //
+// It also serves the daemon's own service (DaemonServer, DaemonClient,
+// pluginapi/proto/daemon.proto): status, and stats, fsck (read-only), gc
+// and limit on the store the daemon holds, which no other process can
+// open meanwhile. What the layers above know (backends, FUSE traffic)
+// comes in as functions (DaemonOptions), so that wsrpc imports none of
+// them. Errors of calls to the daemon reach people through PlainError,
+// without gRPC's framing.
+//
 // It owns the translation between workspace types and the messages of
 // pluginapi/proto/workspace.proto, and the socket's location and
 // permissions. It must not add semantics: every call is one call of a

@@ -31,21 +31,27 @@ func policyPath() string {
 	return filepath.Join(defaultHome(), "policy.json")
 }
 
+// execLogPath is the exec log of workspace ws, beside its store.
+func execLogPath(ws string) string {
+	abs, _ := filepath.Abs(ws)
+	return abs + ".execs.jsonl"
+}
+
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding
-// the store itself).
-func newRuntime(e *env, ws string, api *workspace.WS, mnt string) (*backends.Runtime, func(), error) {
+// the store itself); onExec, if not nil, sees every exec's result.
+func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result)) (*backends.Runtime, func(), error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
 		return nil, nil, err
 	}
 	abs, _ := filepath.Abs(ws)
 	var execLog *os.File
-	if f, err := os.OpenFile(abs+".execs.jsonl", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+	if f, err := os.OpenFile(execLogPath(ws), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		execLog = f
 	} else {
 		e.log.Warn("no exec log", "err", err)
 	}
-	opts := backends.Options{Dirs: backends.DefaultDirs(defaultHome()), WS: api, MountPath: mnt, Owner: abs, Policy: pol, Logger: e.log}
+	opts := backends.Options{Dirs: backends.DefaultDirs(defaultHome()), WS: api, MountPath: mnt, Owner: abs, Policy: pol, Logger: e.log, OnExec: onExec}
 	if execLog != nil {
 		opts.ExecLog = execLog
 	}
@@ -85,7 +91,7 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
-	rt, closeRT, err := newRuntime(e, ws, api, "")
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -120,7 +126,7 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 	if x.client != nil {
 		r, err := x.client.Backends(ctx, &pb.BackendsRequest{Describe: describe})
 		if err != nil {
-			return fmt.Errorf("daemon: %w", err)
+			return fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
 		}
 		list = r.Backends
 	} else {
@@ -146,10 +152,11 @@ func cmdBackends(ctx context.Context, e *env, args []string) error {
 			LastError   string   `json:"last_error,omitempty"`
 			Execs       int64    `json:"execs"`
 			Restarts    int64    `json:"restarts"`
+			Pid         int64    `json:"pid,omitempty"`
 		}
 		out := []info{}
 		for _, b := range list {
-			i := info{ID: b.Id, State: b.State, Path: b.Path, LastError: b.LastError, Execs: b.Execs, Restarts: b.Restarts}
+			i := info{ID: b.Id, State: b.State, Path: b.Path, LastError: b.LastError, Execs: b.Execs, Restarts: b.Restarts, Pid: b.Pid}
 			if d := b.Description; d != nil {
 				i.Name, i.Version, i.Description, i.Accepts, i.Features = d.Name, d.Version, d.Description, d.Accepts, d.Features
 				// What an exec gets: the host's defaults where the

@@ -888,38 +888,42 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		daemon   bool
 		limitStr string
 		memLimit string
+		c        daemonConfig
 	)
 	fl, err := parse(e, "serve", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the socket is live")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
+		c.metrics.register(fl)
 	})
 	if err != nil {
 		return err
 	}
-	ws := defaultWorkspace()
+	c.ws = defaultWorkspace()
 	switch fl.NArg() {
 	case 0:
 	case 1:
-		ws = fl.Arg(0)
+		c.ws = fl.Arg(0)
 	default:
 		fl.Usage()
 		return exitCode(2)
 	}
-	var limit uint64
 	if limitStr != "" {
-		if limit, err = size.Parse(limitStr); err != nil {
+		if c.limit, err = size.Parse(limitStr); err != nil {
 			return err
 		}
 	}
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}
+	if err := c.metrics.check(); err != nil {
+		return usageError{err}
+	}
 	if daemon {
 		return startDaemon(e, "serve", args)
 	}
 	ready := readyReporter()
-	err = serve(ctx, e, ws, "", limit, false, false, false, ready)
+	err = serve(ctx, e, c, ready)
 	if err != nil {
 		ready(err)
 	}

@@ -1,5 +1,13 @@
 // Command computerfs is the workspace daemon and its command-line tools:
 // mount a workspace, check it, collect its garbage and report on it.
+//
+// The daemon (mount, serve) holds the store, so no other process can
+// open it meanwhile: the tools that work on a store (fsck, stats, gc,
+// limit) ask a running daemon over its control socket instead, through
+// wsrpc's Daemon service, and print the same output; status asks it how
+// it is doing. The daemon keeps its metrics in one registry of its own
+// (internal/metrics), fed by fusefs's Observer and backends' OnExec, and
+// serves them over HTTP with --metrics.
 package main
 
 import (
@@ -37,7 +45,9 @@ func allCommands() []command {
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
 		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
 		{"mcp", "[-w WS] [--http ADDR]", "serve the workspace's tools (read, edit, grep, exec...) to an agent over MCP", cmdMCP},
+		{"status", "[WORKSPACE|MOUNTPOINT]", "ask a workspace's daemon how it is doing: pid, uptime, sizes, commit lag, FUSE traffic, backends, last execs", cmdStatus},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
+		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER]]", "named read-only states of a workspace: create (instant), list, rm, restore (the workspace closed), diff NAME [OTHER] (OTHER: a later snapshot; none: now)", cmdSnapshot},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},

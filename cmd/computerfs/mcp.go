@@ -109,7 +109,7 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (wo
 	if !withExec {
 		return api, nil, func() { f.Close() }, nil
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, "")
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err

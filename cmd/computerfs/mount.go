@@ -19,8 +19,10 @@ import (
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/metrics"
 	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/internal/size"
+	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 )
@@ -57,60 +59,98 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	var (
 		daemon     bool
 		limitStr   string
-		debug      bool
 		allowOther string
 		memLimit   string
+		c          daemonConfig
 	)
 	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
-		fl.BoolVar(&debug, "debug", false, "log every FUSE request")
+		fl.BoolVar(&c.debug, "debug", false, "log every FUSE request")
 		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
+		c.metrics.register(fl)
 	})
 	if err != nil {
 		return err
 	}
-	ws := filepath.Join(defaultHome(), "default.cfs")
-	mnt := defaultMountpoint()
+	c.ws = filepath.Join(defaultHome(), "default.cfs")
+	c.mnt = defaultMountpoint()
 	switch fl.NArg() {
 	case 0:
 	case 1:
-		ws = fl.Arg(0)
+		c.ws = fl.Arg(0)
 	case 2:
-		ws, mnt = fl.Arg(0), fl.Arg(1)
+		c.ws, c.mnt = fl.Arg(0), fl.Arg(1)
 	default:
 		fl.Usage()
 		return exitCode(2)
 	}
-	var limit uint64
 	if limitStr != "" {
-		if limit, err = size.Parse(limitStr); err != nil {
+		if c.limit, err = size.Parse(limitStr); err != nil {
 			return err
 		}
 	}
-	var other, auto bool
 	switch allowOther {
 	case "yes", "true":
-		other = true
+		c.allowOther = true
 	case "no", "false":
 	case "auto":
-		auto = true
+		c.autoAllowOther = true
 	default:
 		return fmt.Errorf("--allow-other: want yes or no, not %q", allowOther)
 	}
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}
+	if err := c.metrics.check(); err != nil {
+		return usageError{err}
+	}
 	if daemon {
 		return startDaemon(e, "mount", args)
 	}
 	ready := readyReporter()
-	err = serve(ctx, e, ws, mnt, limit, other, auto, debug, ready)
+	err = serve(ctx, e, c, ready)
 	if err != nil {
 		ready(err)
 	}
 	return err
+}
+
+// daemonConfig is what a daemon serves, from mount's or serve's flags.
+type daemonConfig struct {
+	ws, mnt           string // mnt "" serves the control socket alone
+	limit             uint64
+	allowOther, debug bool
+	// autoAllowOther makes allowOther yes when the container backend is
+	// installed.
+	autoAllowOther bool
+	metrics        metricsFlags
+}
+
+// metricsFlags are the flags of the daemon's metrics listener.
+type metricsFlags struct {
+	addr       string
+	anyAddress bool
+	pprof      bool
+}
+
+func (m *metricsFlags) register(fl *flag.FlagSet) {
+	fl.StringVar(&m.addr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (a loopback address: metrics tell file paths, timings and activity to whoever connects)")
+	fl.BoolVar(&m.anyAddress, "metrics-any-address", false, "let --metrics listen on an address that is not loopback (anyone who reaches it sees the workspace's activity, and with --pprof its memory)")
+	fl.BoolVar(&m.pprof, "pprof", false, "with --metrics, also serve net/http/pprof at /debug/pprof/ (heap, goroutines, CPU profiles: they show paths and file contents)")
+}
+
+// check refuses flags that do not go together, or an address that is
+// not loopback unless forced, before a daemon is started.
+func (m *metricsFlags) check() error {
+	if m.addr == "" {
+		if m.pprof || m.anyAddress {
+			return errors.New("--pprof and --metrics-any-address need --metrics ADDR")
+		}
+		return nil
+	}
+	return metrics.CheckAddress(m.addr, m.anyAddress)
 }
 
 // readyReporter returns how to tell a waiting parent the outcome: a nil
@@ -139,12 +179,18 @@ func readyReporter() func(error) {
 	}
 }
 
-func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther, auto, debug bool, ready func(error)) error {
+// commitInterval is the longest a change waits for a commit when no fsync
+// asks for one: fs's default, said here so that status can tell it.
+const commitInterval = 100 * time.Millisecond
+
+func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err error) {
+	started := time.Now()
 	// Catch signals before the mount is live: one that arrives just after
 	// must unmount, not kill the process and leave a dead mount behind.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	ws, mnt := c.ws, c.mnt
 	if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
@@ -153,17 +199,27 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 			return fmt.Errorf("mountpoint %s: %w", mnt, err)
 		}
 	}
-	f, err := fs.Open(ws, fs.Options{Limit: limit, Logger: e.log})
+	// undo stops what was started, last first, when serving fails before
+	// the daemon is live.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	f, err := fs.Open(ws, fs.Options{Limit: c.limit, Logger: e.log, CommitInterval: commitInterval})
 	if err != nil {
 		return err
 	}
-	if limit != 0 {
-		if cur, used := f.Limit(); cur != limit {
-			if err := checkLimit(limit, used); err != nil {
-				f.Close()
+	undo = append(undo, func() { f.Close() })
+	if c.limit != 0 {
+		if cur, used := f.Limit(); cur != c.limit {
+			if err := wsrpc.CheckLimit(c.limit, used); err != nil {
 				return fmt.Errorf("--limit: %w", err)
 			}
-			f.SetLimit(limit)
+			f.SetLimit(c.limit)
 		}
 	}
 	api := workspace.New(f, workspace.Options{})
@@ -171,44 +227,61 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	if mnt != "" {
 		absMnt, _ = filepath.Abs(mnt)
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt)
+	var rt *backends.Runtime // set before anything lists it
+	listBackends := func(ctx context.Context) []*pb.BackendInfo { return rt.List(ctx, false) }
+	m := metrics.New(metrics.Sources{FS: f, Backends: listBackends})
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec)
 	if err != nil {
-		f.Close()
 		return err
 	}
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log, backends.NewService(rt).Register)
+	undo = append(undo, closeRT)
+	var msrv *metrics.Server
+	if c.metrics.addr != "" {
+		msrv, err = m.Listen(c.metrics.addr, metrics.ServeOptions{Pprof: c.metrics.pprof, AnyAddress: c.metrics.anyAddress, Logger: e.log})
+		if err != nil {
+			return err // "metrics: ...", and why
+		}
+		undo = append(undo, func() { closeMetrics(ctx, e, msrv) })
+	}
+	dopts := wsrpc.DaemonOptions{FS: f, Mountpoint: absMnt, Started: started, CommitInterval: commitInterval, ExecLog: execLogPath(ws), Backends: listBackends}
+	if msrv != nil {
+		dopts.MetricsAddr = msrv.Addr()
+	}
+	if mnt != "" {
+		dopts.Fuse = m.FuseStats
+	}
+	dopts.Commits = m.Commits
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
+		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
-		closeRT()
-		f.Close()
 		return err
 	}
+	undo = append(undo, ctl.Close)
 	var srv *fusefs.Server
 	var detached <-chan struct{}
-	if auto && !allowOther {
+	if c.autoAllowOther && !c.allowOther {
 		// The container backend's root is an unprivileged uid in a user
 		// namespace, which a mount without allow_other refuses.
 		for _, b := range rt.List(ctx, false) {
-			allowOther = allowOther || b.Id == "container"
+			c.allowOther = c.allowOther || b.Id == "container"
 		}
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
-		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: allowOther, Debug: debug, Logger: e.log, FsName: abs})
+		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m})
 		if err != nil {
-			ctl.Close()
-			closeRT()
-			f.Close()
 			return err
 		}
 		api.SetNotifier(srv)
 		detached = srv.Detached()
 		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
-		e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", allowOther, "socket", ctl.Path())
+		e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", c.allowOther, "socket", ctl.Path())
 	} else {
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
 	ready(nil)
+	undo = nil // live: the shutdown below stops it all
 
 	select {
 	case s := <-sigs:
@@ -251,6 +324,9 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 			e.log.Error("unmount", "mountpoint", mnt, "err", err)
 		}
 	}
+	if msrv != nil {
+		closeMetrics(ctx, e, msrv)
+	}
 	ctl.Close()
 	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
@@ -258,6 +334,18 @@ func serve(ctx context.Context, e *env, ws, mnt string, limit uint64, allowOther
 	}
 	e.log.Info("workspace closed", "workspace", ws, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// metricsWait bounds the wait for scrapes (and pprof profiles) in flight
+// when the daemon stops.
+const metricsWait = 2 * time.Second
+
+func closeMetrics(ctx context.Context, e *env, msrv *metrics.Server) {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metricsWait)
+	defer cancel()
+	if err := msrv.Close(mctx); err != nil {
+		e.log.Warn("metrics: requests in flight cut short", "err", err)
+	}
 }
 
 // unmountWait bounds the wait for the kernel to end the FUSE connection

@@ -14,7 +14,8 @@ import (
 )
 
 // cmdScrub verifies every chunk and record of a workspace, like zpool
-// scrub: read-only, a batch per transaction, at a bounded rate.
+// scrub: read-only, a batch per transaction, at a bounded rate; through
+// its daemon when it is served.
 func cmdScrub(ctx context.Context, e *env, args []string) error {
 	var asJSON bool
 	var rateStr string
@@ -29,22 +30,34 @@ func cmdScrub(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--rate: %w", err)
 	}
-	st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	opts := fs.ScrubOptions{Rate: int64(rate)}
 	var bar *progressbar.ProgressBar
+	var progress func(done, total uint64)
 	if !asJSON && bench.IsTerminal(e.stderr) {
 		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription("scrub"),
 			progressbar.OptionShowBytes(true), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100e6))
-		opts.Progress = func(done, total uint64) {
+		progress = func(done, total uint64) {
 			bar.ChangeMax64(int64(total))
 			bar.Set64(int64(done))
 		}
 	}
-	rep, err := fs.Scrub(ctx, st, opts)
+	// A served workspace is scrubbed by its daemon, live; another is
+	// opened read-only.
+	var rep *fs.ScrubReport
+	d, closeD, err := daemonOf(ctx, ws)
+	switch {
+	case err != nil:
+		return err
+	case d != nil:
+		defer closeD()
+		rep, err = d.Scrub(ctx, rate, progress)
+	default:
+		var st *chunkstore.Store
+		if st, err = chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true}); err != nil {
+			return err
+		}
+		defer st.Close()
+		rep, err = fs.Scrub(ctx, st, fs.ScrubOptions{Rate: int64(rate), Progress: progress})
+	}
 	if bar != nil {
 		bar.Finish()
 	}

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	bolt "go.etcd.io/bbolt"
@@ -33,6 +37,19 @@ func TestScrub(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Chunks != 4 || rep.Files != 2 || rep.Bytes < 3<<20 {
 		t.Fatalf("scrub --json: %+v %v\n%v", rep, err, r)
 	}
+
+	// Served: its daemon scrubs it, live, while a file is written.
+	p := startMount(t, home, ws, mnt)
+	if err := os.WriteFile(filepath.Join(mnt, "during"), randomData(1<<20, 9), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, home, "scrub", "--json", mnt)
+	rep.Damage = nil
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || rep.Chunks < 4 || len(rep.Damage) != 0 {
+		t.Fatalf("scrub through the daemon: %+v %v\n%v", rep, err, r)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t, 30*time.Second)
 
 	updateStore(t, ws, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("chunks"))

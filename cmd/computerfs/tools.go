@@ -2,15 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
+	"github.com/computerfs/computerfs/wsrpc"
+	"google.golang.org/grpc/codes"
 )
+
+// The maintenance commands (fsck, stats, gc, limit) work on a store no
+// process holds by opening it, and on a store a daemon holds by asking
+// that daemon over its control socket; the output is the same.
 
 func oneWorkspace(e *env, name string, args []string, setup func(*flag.FlagSet)) (string, error) {
 	fl, err := parse(e, name, args, setup)
@@ -21,51 +27,85 @@ func oneWorkspace(e *env, name string, args []string, setup func(*flag.FlagSet))
 		fl.Usage()
 		return "", exitCode(2)
 	}
-	return fl.Arg(0), nil
+	return workspaceArg(fl.Arg(0))
+}
+
+// workspaceArg is the store a command's WORKSPACE argument names: the
+// store file itself, or a directory where a computerfs store is mounted.
+func workspaceArg(arg string) (string, error) {
+	fi, err := os.Stat(arg)
+	if err != nil || !fi.IsDir() {
+		return arg, nil // a store, or a missing one: the command says
+	}
+	if ws, ok := mountedStore(arg); ok {
+		return ws, nil
+	}
+	return "", usageError{fmt.Errorf("%s is a directory, but no computerfs workspace is mounted there: give the store file (WS.cfs) or a mountpoint", arg)}
+}
+
+// daemonOf connects to the daemon serving ws; it returns nil, and no
+// error, when no daemon does, and the caller opens the store itself.
+func daemonOf(ctx context.Context, ws string) (*wsrpc.DaemonClient, func() error, error) {
+	d, closeD, err := wsrpc.DialDaemon(ctx, ws)
+	if errors.Is(err, wsrpc.ErrNoDaemon) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, closeD, nil
 }
 
 func openStore(e *env, path string) (*chunkstore.Store, error) {
 	return chunkstore.Open(path, chunkstore.Options{Logger: e.log, MustExist: true})
 }
 
+// onStore runs online with the daemon serving ws, or, when none does,
+// offline on the store, opened for the call.
+func onStore(ctx context.Context, e *env, ws string, online func(*wsrpc.DaemonClient) error, offline func(*chunkstore.Store) error) error {
+	d, closeD, err := daemonOf(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		defer closeD()
+		return online(d)
+	}
+	st, err := openStore(e, ws)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return offline(st)
+}
+
 func cmdFsck(ctx context.Context, e *env, args []string) error {
 	var repair, asJSON bool
 	ws, err := oneWorkspace(e, "fsck", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&repair, "repair", false, "fix what can be fixed safely")
+		fl.BoolVar(&repair, "repair", false, "fix what can be fixed safely (the store must not be in use: unmount it first)")
 		fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	})
 	if err != nil {
 		return err
 	}
-	// A store whose newest commit record may be damaged opens at the
-	// previous commit: --repair accepts that, a plain fsck reports it
-	// and checks the store read-only as bbolt would open it.
-	st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, AcceptRollback: repair})
-	var rollback error
-	if errors.Is(err, chunkstore.ErrRollback) {
-		rollback = err
-		st, err = chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
-	}
+	d, closeD, err := daemonOf(ctx, ws)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	rep, err := fs.Check(st, repair)
-	if err != nil {
-		return fmt.Errorf("check %s: %w", ws, err)
-	}
-	switch why := st.RolledBack(); {
-	case rollback != nil:
-		rep.Problems = append([]string{rollback.Error()}, rep.Problems...)
-	case why != "" && repair:
-		rep.Problems = append([]string{why}, rep.Problems...)
-		// The repair's commit rewrote the invalid meta page.
-		rep.Repaired = append(rep.Repaired, "accepted the rollback: the workspace is at the commit its valid meta page names")
+	var rep *fs.CheckReport
+	if d != nil {
+		defer closeD()
+		if repair {
+			return fmt.Errorf("%s is in use by its daemon: --repair needs the store closed; unmount it (computerfs umount MOUNTPOINT) or stop the daemon, then run fsck --repair (fsck without --repair checks it while it is served)", ws)
+		}
+		if rep, err = d.Check(ctx); err != nil {
+			return fmt.Errorf("check %s through its daemon: %w", ws, err)
+		}
+	} else if rep, err = fsckOffline(e, ws, repair); err != nil {
+		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		printJSON(e, rep)
 	} else {
 		fmt.Fprintf(e.stdout, "%s: %d inodes, %d entries, %d chunk references, %d chunks\n", ws, rep.Inodes, rep.Dirents, rep.FileChunks, rep.Chunks.Chunks)
 		for _, p := range rep.Problems {
@@ -87,6 +127,36 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// fsckOffline opens the store and checks it, and repairs it if asked.
+func fsckOffline(e *env, ws string, repair bool) (*fs.CheckReport, error) {
+	// A store whose newest commit record may be damaged opens at the
+	// previous commit: --repair accepts that, a plain fsck reports it
+	// and checks the store read-only as bbolt would open it.
+	st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, AcceptRollback: repair})
+	var rollback error
+	if errors.Is(err, chunkstore.ErrRollback) {
+		rollback = err
+		st, err = chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rep, err := fs.Check(st, repair)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", ws, err)
+	}
+	switch why := st.RolledBack(); {
+	case rollback != nil:
+		rep.Problems = append([]string{rollback.Error()}, rep.Problems...)
+	case why != "" && repair:
+		rep.Problems = append([]string{why}, rep.Problems...)
+		// The repair's commit rewrote the invalid meta page.
+		rep.Repaired = append(rep.Repaired, "accepted the rollback: the workspace is at the commit its valid meta page names")
+	}
+	return rep, nil
+}
+
 func cmdStats(ctx context.Context, e *env, args []string) error {
 	var asJSON bool
 	ws, err := oneWorkspace(e, "stats", args, func(fl *flag.FlagSet) {
@@ -95,19 +165,21 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(e, ws)
-	if err != nil {
+	var info *fs.WorkspaceInfo
+	err = onStore(ctx, e, ws, func(d *wsrpc.DaemonClient) (err error) {
+		if info, err = d.Info(ctx); err != nil {
+			return fmt.Errorf("stats of %s through its daemon: %w", ws, err)
+		}
+		return nil
+	}, func(st *chunkstore.Store) (err error) {
+		info, err = fs.Info(st)
 		return err
-	}
-	defer st.Close()
-	info, err := fs.Info(st)
+	})
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		return printJSON(e, info)
 	}
 	c := info.Chunks
 	fmt.Fprintf(e.stdout, "workspace      %s\n", ws)
@@ -123,18 +195,33 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdGC(ctx context.Context, e *env, args []string) error {
-	ws, err := oneWorkspace(e, "gc", args, nil)
+	var asJSON bool
+	ws, err := oneWorkspace(e, "gc", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&asJSON, "json", false, "print what was freed as JSON")
+	})
 	if err != nil {
 		return err
 	}
-	st, err := openStore(e, ws)
+	var rep *fs.GCReport
+	err = onStore(ctx, e, ws, func(d *wsrpc.DaemonClient) (err error) {
+		if rep, err = d.GC(ctx); err != nil {
+			return fmt.Errorf("gc %s through its daemon: %w", ws, err)
+		}
+		return nil
+	}, func(st *chunkstore.Store) (err error) {
+		if rep, err = fs.GC(st); err != nil {
+			return fmt.Errorf("gc %s: %w", ws, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	rep, err := fs.GC(st)
-	if err != nil {
-		return fmt.Errorf("gc %s: %w", ws, err)
+	if asJSON {
+		return printJSON(e, map[string]any{
+			"chunks_freed": rep.ChunksFreed, "bytes_freed": rep.BytesFreed, "bodies_freed": rep.BodiesFreed,
+			"body_bytes_freed": rep.BodyBytesFreed, "refs_corrected": rep.RefsCorrected,
+		})
 	}
 	fmt.Fprintf(e.stdout, "freed %d unreferenced chunks (%s), %d unreachable bodies (%s); corrected %d reference counts\n",
 		rep.ChunksFreed, size.Format(rep.BytesFreed), rep.BodiesFreed, size.Format(rep.BodyBytesFreed), rep.RefsCorrected)
@@ -142,7 +229,10 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdLimit(ctx context.Context, e *env, args []string) error {
-	fl, err := parse(e, "limit", args, nil)
+	var asJSON bool
+	fl, err := parse(e, "limit", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&asJSON, "json", false, "print the limit and use as JSON")
+	})
 	if err != nil {
 		return err
 	}
@@ -150,41 +240,66 @@ func cmdLimit(ctx context.Context, e *env, args []string) error {
 		fl.Usage()
 		return exitCode(2)
 	}
-	ws := fl.Arg(0)
-	st, err := openStore(e, ws)
+	ws, err := workspaceArg(fl.Arg(0))
 	if err != nil {
 		return err
 	}
-	st.Close()
-	f, err := fs.Open(ws, fs.Options{Logger: e.log})
-	if err != nil {
-		return err
-	}
+	var set *uint64
 	if fl.NArg() == 2 {
-		limit, err := size.Parse(fl.Arg(1))
-		if err == nil {
-			_, used := f.Limit()
-			err = checkLimit(limit, used)
-		}
+		n, err := size.Parse(fl.Arg(1))
 		if err != nil {
-			f.Close()
 			return usageError{err}
 		}
-		f.SetLimit(limit)
+		set = &n
 	}
-	limit, used := f.Limit()
-	if err := f.Close(); err != nil {
+	d, closeD, err := daemonOf(ctx, ws)
+	if err != nil {
 		return err
+	}
+	var limit, used uint64
+	if d != nil {
+		defer closeD()
+		limit, used, err = d.Limit(ctx, set)
+		var ce *wsrpc.CallError
+		if errors.As(err, &ce) && ce.Code == codes.InvalidArgument {
+			return usageError{err}
+		}
+		if err != nil {
+			return fmt.Errorf("limit of %s through its daemon: %w", ws, err)
+		}
+	} else if limit, used, err = limitOffline(e, ws, set); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(e, map[string]uint64{"limit_bytes": limit, "used_bytes": used})
 	}
 	fmt.Fprintf(e.stdout, "limit %s, used %s\n", size.Format(limit), size.Format(used))
 	return nil
 }
 
-// checkLimit refuses a size limit the workspace is already over: every
-// write would fail with ENOSPC, and 0 is no way to say "unlimited".
-func checkLimit(limit, used uint64) error {
-	if limit < used || limit == 0 {
-		return fmt.Errorf("a limit of %s is below the %s the workspace already stores", size.Format(limit), size.Format(used))
+// limitOffline opens the workspace to read its limit, and set it if set
+// is not nil.
+func limitOffline(e *env, ws string, set *uint64) (limit, used uint64, err error) {
+	st, err := openStore(e, ws)
+	if err != nil {
+		return 0, 0, err
 	}
-	return nil
+	st.Close()
+	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	if err != nil {
+		return 0, 0, err
+	}
+	if set != nil {
+		_, used := f.Limit()
+		if err := wsrpc.CheckLimit(*set, used); err != nil {
+			f.Close()
+			return 0, 0, usageError{err}
+		}
+		f.SetLimit(*set)
+	}
+	limit, used = f.Limit()
+	if err := f.Close(); err != nil {
+		return 0, 0, err
+	}
+	return limit, used, nil
 }

@@ -21,13 +21,13 @@ func TestSealOpen(t *testing.T) {
 		{"empty key", []byte("meta"), nil, []byte("v")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Seal(tc.bucket, tc.key, tc.val)
+			s := Seal(tc.bucket, tc.key, tc.val, 77)
 			if len(s) != len(tc.val)+Size {
 				t.Fatalf("sealed %d bytes", len(s))
 			}
-			got, err := Open(tc.bucket, tc.key, s)
-			if err != nil || !bytes.Equal(got, tc.val) {
-				t.Fatalf("Open: %q %v", got, err)
+			got, birth, err := OpenBirth(tc.bucket, tc.key, s)
+			if err != nil || !bytes.Equal(got, tc.val) || birth != 77 {
+				t.Fatalf("Open: %q %d %v", got, birth, err)
 			}
 			// Every single-bit flip, and the record read from another
 			// bucket or key, is damage.
@@ -50,7 +50,7 @@ func TestSealOpen(t *testing.T) {
 		})
 	}
 	// Bucket and key boundaries count: ("ab","c") and ("a","bc") differ.
-	if bytes.Equal(Seal([]byte("ab"), []byte("c"), nil), Seal([]byte("a"), []byte("bc"), nil)) {
+	if bytes.Equal(Seal([]byte("ab"), []byte("c"), nil, 1), Seal([]byte("a"), []byte("bc"), nil, 1)) {
 		t.Error("the seal does not separate bucket from key")
 	}
 }
@@ -117,14 +117,14 @@ func TestBucketAndCursor(t *testing.T) {
 }
 
 func FuzzOpen(f *testing.F) {
-	f.Add([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, Seal([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte("x")))
+	f.Add([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, Seal([]byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte("x"), 5))
 	f.Add([]byte(""), []byte(""), []byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, bucket, key, sealed []byte) {
-		v, err := Open(bucket, key, sealed)
+		v, birth, err := OpenBirth(bucket, key, sealed)
 		if err != nil {
 			return
 		}
-		if !bytes.Equal(Seal(bucket, key, v), sealed) {
+		if !bytes.Equal(Seal(bucket, key, v, birth), sealed) {
 			t.Fatalf("Open accepted %x, which Seal does not make", sealed)
 		}
 	})
@@ -132,12 +132,12 @@ func FuzzOpen(f *testing.F) {
 
 func BenchmarkSealOpen(b *testing.B) {
 	bucket, key, val := []byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 42}, bytes.Repeat([]byte{7}, 69)
-	s := Seal(bucket, key, val)
+	s := Seal(bucket, key, val, 9)
 	b.Run("seal", func(b *testing.B) {
 		buf := make([]byte, 0, len(val)+Size)
 		b.ReportAllocs()
 		for b.Loop() {
-			Append(bucket, key, append(buf[:0], val...))
+			Append(bucket, key, append(buf[:0], val...), 9)
 		}
 	})
 	b.Run("open", func(b *testing.B) {

@@ -77,6 +77,7 @@ type BackendInfo struct {
 	LastError     string                 `protobuf:"bytes,5,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	Execs         int64                  `protobuf:"varint,6,opt,name=execs,proto3" json:"execs,omitempty"`
 	Restarts      int64                  `protobuf:"varint,7,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	Pid           int64                  `protobuf:"varint,8,opt,name=pid,proto3" json:"pid,omitempty"` // of the plugin process, while ready; 0 otherwise
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,6 +161,13 @@ func (x *BackendInfo) GetRestarts() int64 {
 	return 0
 }
 
+func (x *BackendInfo) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
 type BackendsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Backends      []*BackendInfo         `protobuf:"bytes,1,rep,name=backends,proto3" json:"backends,omitempty"`
@@ -210,7 +218,7 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"\rcontrol.proto\x12\rcomputerfs.v1\x1a\rbackend.proto\"-\n" +
 	"\x0fBackendsRequest\x12\x1a\n" +
-	"\bdescribe\x18\x01 \x01(\bR\bdescribe\"\xd6\x01\n" +
+	"\bdescribe\x18\x01 \x01(\bR\bdescribe\"\xe8\x01\n" +
 	"\vBackendInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
@@ -219,7 +227,8 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x05 \x01(\tR\tlastError\x12\x14\n" +
 	"\x05execs\x18\x06 \x01(\x03R\x05execs\x12\x1a\n" +
-	"\brestarts\x18\a \x01(\x03R\brestarts\"J\n" +
+	"\brestarts\x18\a \x01(\x03R\brestarts\x12\x10\n" +
+	"\x03pid\x18\b \x01(\x03R\x03pid\"J\n" +
 	"\x10BackendsResponse\x126\n" +
 	"\bbackends\x18\x01 \x03(\v2\x1a.computerfs.v1.BackendInfoR\bbackends2\x98\x01\n" +
 	"\bExecutor\x12K\n" +

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/fs"
+)
+
+// cmdSnapshot is computerfs snapshot create|list|rm|restore|diff WS [NAME [OTHER]]:
+// named, read-only states of a workspace (fs/SNAPSHOTS.md). create, list
+// and rm go through the daemon of a served workspace; restore needs the
+// workspace closed.
+func cmdSnapshot(ctx context.Context, e *env, args []string) error {
+	var asJSON bool
+	fl, err := parse(e, "snapshot", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
+	})
+	if err != nil {
+		return err
+	}
+	op := fl.Arg(0)
+	want := map[string]int{"create": 3, "list": 2, "rm": 3, "restore": 3, "diff": 3}[op]
+	if want == 0 || fl.NArg() != want && !(op == "diff" && fl.NArg() == 4) {
+		fl.Usage()
+		return exitCode(2)
+	}
+	ws, err := workspaceArg(fl.Arg(1))
+	if err != nil {
+		return err
+	}
+	name := fl.Arg(2)
+	if _, err := os.Stat(ws); err != nil {
+		return fmt.Errorf("snapshot %s: %w", op, err)
+	}
+	d, closeD, err := daemonOf(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		defer closeD()
+	}
+	switch op {
+	case "create":
+		var sn fs.Snapshot
+		if d != nil {
+			r, err := d.Snapshot(ctx, "create", name, "")
+			if err != nil {
+				return err
+			}
+			s := r.Snapshots[0]
+			sn = fs.Snapshot{Name: s.Name, Epoch: s.Epoch, Created: s.CreatedUnixNs}
+		} else {
+			f, err := fs.Open(ws, fs.Options{Logger: e.log})
+			if err != nil {
+				return err
+			}
+			sn, err = f.CreateSnapshot(ctx, name)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			printJSON(e, snapshotJSON(sn))
+		} else {
+			fmt.Fprintf(e.stdout, "snapshot %s: commit %d\n", sn.Name, sn.Epoch)
+		}
+	case "list":
+		var list []fs.Snapshot
+		if d != nil {
+			r, err := d.Snapshot(ctx, "list", "", "")
+			if err != nil {
+				return err
+			}
+			for _, s := range r.Snapshots {
+				list = append(list, fs.Snapshot{Name: s.Name, Epoch: s.Epoch, Created: s.CreatedUnixNs})
+			}
+		} else {
+			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			list, err = fs.ListSnapshots(st)
+			st.Close()
+			if err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			out := []map[string]any{}
+			for _, s := range list {
+				out = append(out, snapshotJSON(s))
+			}
+			printJSON(e, out)
+			return nil
+		}
+		for _, s := range list {
+			fmt.Fprintf(e.stdout, "%-24s commit %-8d %s\n", s.Name, s.Epoch, time.Unix(0, s.Created).Format(time.RFC3339))
+		}
+	case "rm":
+		var versions, chunks int64
+		if d != nil {
+			r, err := d.Snapshot(ctx, "delete", name, "")
+			if err != nil {
+				return err
+			}
+			versions, chunks = r.VersionsDropped, r.ChunksReleased
+		} else {
+			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true})
+			if err != nil {
+				return err
+			}
+			rep, err := fs.DeleteSnapshot(st, name)
+			st.Close()
+			if err != nil {
+				return err
+			}
+			versions, chunks = int64(rep.Versions), int64(rep.Chunks)
+		}
+		fmt.Fprintf(e.stdout, "deleted snapshot %s: %d versions dropped, %d chunk references released\n", name, versions, chunks)
+	case "diff":
+		other := fl.Arg(3)
+		var diff []fs.DiffEntry
+		if d != nil {
+			r, err := d.Snapshot(ctx, "diff", name, other)
+			if err != nil {
+				return err
+			}
+			for _, e := range r.Diff {
+				diff = append(diff, fs.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: fs.Ino(e.Ino)})
+			}
+		} else {
+			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			diff, err = fs.DiffSnapshots(st, name, other)
+			st.Close()
+			if err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			if diff == nil {
+				diff = []fs.DiffEntry{}
+			}
+			printJSON(e, diff)
+			return nil
+		}
+		for _, x := range diff {
+			switch x.Kind {
+			case "added":
+				fmt.Fprintf(e.stdout, "A %s (%d bytes)\n", x.Path, x.Size)
+			case "deleted":
+				fmt.Fprintf(e.stdout, "D %s (%d bytes)\n", x.OldPath, x.OldSize)
+			case "modified":
+				fmt.Fprintf(e.stdout, "M %s (%d -> %d bytes)\n", x.Path, x.OldSize, x.Size)
+			case "renamed":
+				fmt.Fprintf(e.stdout, "R %s -> %s (%d -> %d bytes)\n", x.OldPath, x.Path, x.OldSize, x.Size)
+			}
+		}
+	case "restore":
+		if d != nil {
+			return fmt.Errorf("restore %s: the workspace is served by its daemon; unmount it first (a live restore is not built yet)", ws)
+		}
+		st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		rep, err := fs.RestoreSnapshot(st, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "restored %s to snapshot %s: %d records in %.3fs\n", ws, name, rep.Records, rep.Seconds)
+	}
+	return nil
+}
+
+func snapshotJSON(s fs.Snapshot) map[string]any {
+	return map[string]any{"name": s.Name, "epoch": s.Epoch, "created": time.Unix(0, s.Created).UTC().Format(time.RFC3339Nano)}
+}

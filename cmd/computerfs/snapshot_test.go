@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSnapshotCLI: snapshots made through the daemon of a mounted
+// workspace and offline, listed both ways; restore refused while served,
+// then, unmounted, puts the files back byte for byte; rm drops one.
+func TestSnapshotCLI(t *testing.T) {
+	needFUSE(t)
+	home, ws, mnt := tempWorkspace(t)
+	orig := randomData(300000, 4)
+	makeStore(t, home, ws, mnt, map[string][]byte{"src/main.go": []byte("package main\n"), "data.bin": orig})
+
+	if r := cli(t, home, "snapshot", "create", ws, "offline"); r.code != 0 || !strings.Contains(r.stdout, "snapshot offline: commit") {
+		t.Fatalf("create offline: %v", r)
+	}
+	p := startMount(t, home, ws, mnt)
+	if r := cli(t, home, "snapshot", "create", mnt, "live"); r.code != 0 {
+		t.Fatalf("create through the daemon: %v", r)
+	}
+	// The agent's mistake, through the mount.
+	if err := os.WriteFile(filepath.Join(mnt, "data.bin"), []byte("oops"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(mnt, "src/main.go"))
+	os.WriteFile(filepath.Join(mnt, "junk"), []byte("junk"), 0o644)
+	r := cli(t, home, "snapshot", "list", "--json", ws)
+	var list []struct{ Name string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[0].Name != "live" || list[1].Name != "offline" {
+		t.Fatalf("list through the daemon: %v %v", list, r)
+	}
+	// What the agent changed, through the daemon.
+	r = cli(t, home, "snapshot", "diff", mnt, "live")
+	if r.code != 0 || !strings.Contains(r.stdout, "A /junk (4 bytes)") || !strings.Contains(r.stdout, "D /src/main.go") ||
+		!strings.Contains(r.stdout, "M /data.bin (300000 -> 4 bytes)") {
+		t.Errorf("diff through the daemon: %v", r)
+	}
+	if r := cli(t, home, "snapshot", "restore", ws, "live"); r.code == 0 || !strings.Contains(r.stderr, "unmount it first") {
+		t.Errorf("restore of a served workspace: %v", r)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t, 30*time.Second)
+
+	if r := cli(t, home, "snapshot", "restore", ws, "live"); r.code != 0 || !strings.Contains(r.stdout, "restored") {
+		t.Fatalf("restore: %v", r)
+	}
+	fsckClean(t, home, ws)
+	// Offline, after the restore: nothing differs from the snapshot.
+	if r := cli(t, home, "snapshot", "diff", "--json", ws, "live"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("diff after the restore: %v", r)
+	}
+	p = startMount(t, home, ws, mnt)
+	checkFile(t, filepath.Join(mnt, "data.bin"), orig)
+	checkFile(t, filepath.Join(mnt, "src/main.go"), []byte("package main\n"))
+	if _, err := os.Stat(filepath.Join(mnt, "junk")); !os.IsNotExist(err) {
+		t.Errorf("junk after the restore: %v", err)
+	}
+	if r := cli(t, home, "snapshot", "rm", mnt, "offline"); r.code != 0 || !strings.Contains(r.stdout, "deleted snapshot offline") {
+		t.Errorf("rm through the daemon: %v", r)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t, 30*time.Second)
+	if r := cli(t, home, "snapshot", "list", ws); r.code != 0 || strings.Contains(r.stdout, "offline") || !strings.Contains(r.stdout, "live") {
+		t.Errorf("list offline: %v", r)
+	}
+	fsckClean(t, home, ws)
+}

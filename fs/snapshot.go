@@ -1,0 +1,618 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
+)
+
+// Snapshot is a named, read-only state of the workspace: the state after
+// the commit of epoch Epoch (fs/SNAPSHOTS.md).
+type Snapshot struct {
+	Name    string
+	Epoch   uint64
+	Created int64 // nanoseconds since the epoch
+}
+
+// ErrSnapshotExists and ErrNoSnapshot are returned for names taken or
+// missing.
+var (
+	ErrSnapshotExists = fmt.Errorf("snapshot exists: %w", syscall.EEXIST)
+	ErrNoSnapshot     = fmt.Errorf("no such snapshot: %w", syscall.ENOENT)
+)
+
+func encodeSnapshot(s Snapshot) []byte {
+	b := binary.BigEndian.AppendUint64(nil, s.Epoch)
+	return binary.BigEndian.AppendUint64(b, uint64(s.Created))
+}
+
+func decodeSnapshot(name string, b []byte) (Snapshot, error) {
+	if len(b) != 16 {
+		return Snapshot{}, fmt.Errorf("snapshot %q: %w: %d bytes", name, errBadRecord, len(b))
+	}
+	return Snapshot{Name: name, Epoch: binary.BigEndian.Uint64(b), Created: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+}
+
+func checkSnapshotName(name string) error {
+	if name == "" || len(name) > 255 || bytes.ContainsAny([]byte(name), "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("snapshot name %q: want 1 to 255 bytes, no / or NUL: %w", name, syscall.EINVAL)
+	}
+	return nil
+}
+
+// CreateSnapshot names the workspace's state as of now: it commits what
+// is pending, then records the last commit's epoch. It costs one small
+// commit whatever the workspace's size; the versions it pins are kept
+// only as later commits replace them.
+func (f *FS) CreateSnapshot(ctx context.Context, name string) (Snapshot, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return Snapshot{}, err
+	}
+	if err := f.Sync(ctx); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot %s: commit what is pending: %w", name, err)
+	}
+	var snap Snapshot
+	err := f.update(func(tx *chunkstore.Tx) error {
+		b := tx.Sealed(bucketSnapshots)
+		if v, err := b.Get([]byte(name)); err != nil {
+			return err
+		} else if v != nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrSnapshotExists)
+		}
+		v, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+		if err != nil {
+			return err
+		}
+		epoch, _ := u64(v)
+		snap = Snapshot{Name: name, Epoch: epoch, Created: time.Now().UnixNano()}
+		if err := b.Put([]byte(name), encodeSnapshot(snap)); err != nil {
+			return err
+		}
+		return tx.Bucket(versions.BucketSnapEpochs).Put(append(binary.BigEndian.AppendUint64(nil, epoch), name...), nil)
+	})
+	return snap, err
+}
+
+// Snapshots lists the snapshots by name.
+func (f *FS) Snapshots() ([]Snapshot, error) {
+	var out []Snapshot
+	err := f.view(func(tx *chunkstore.Tx) error {
+		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			s, err := decodeSnapshot(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SnapshotView reads the workspace as snapshot name has it.
+func (f *FS) SnapshotView(name string) (*View, error) {
+	var snap Snapshot
+	err := f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err = decodeSnapshot(name, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &View{f: f, Snapshot: snap}, nil
+}
+
+// View is a read-only view of a snapshot. Each call is one read
+// transaction of the store.
+type View struct {
+	f *FS
+	Snapshot
+}
+
+func (v *View) at(fn func(tx *chunkstore.Tx, at *versions.At) error) error {
+	return v.f.view(func(tx *chunkstore.Tx) error { return fn(tx, versions.NewAt(tx.Tx, v.Epoch)) })
+}
+
+func getAttrAt(at *versions.At, ino Ino) (Attr, string, error) {
+	b, err := at.Get(bucketInodes, inoKey(ino))
+	if err != nil {
+		return Attr{}, "", err
+	}
+	if b == nil {
+		return Attr{}, "", syscall.ENOENT
+	}
+	return decodeInode(ino, b)
+}
+
+// GetAttr is an inode's attributes in the snapshot.
+func (v *View) GetAttr(ino Ino) (a Attr, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		a, _, err = getAttrAt(at, ino)
+		return err
+	})
+	return a, err
+}
+
+// Lookup finds name in directory parent of the snapshot.
+func (v *View) Lookup(parent Ino, name string) (a Attr, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		b, err := at.Get(bucketDirents, direntKey(parent, name))
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return syscall.ENOENT
+		}
+		d, err := decodeDirent(b)
+		if err != nil {
+			return err
+		}
+		a, _, err = getAttrAt(at, d.Ino)
+		return err
+	})
+	return a, err
+}
+
+// ReadDir lists directory ino of the snapshot, without . and ..
+func (v *View) ReadDir(ino Ino) (out []DirEntry, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		return at.Prefix(bucketDirents, inoKey(ino), func(k, b []byte) error {
+			d, err := decodeDirent(b)
+			if err != nil {
+				return err
+			}
+			out = append(out, DirEntry{Name: string(k[8:]), Ino: d.Ino, Type: d.Type})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Readlink is a symlink's target in the snapshot.
+func (v *View) Readlink(ino Ino) (target string, err error) {
+	err = v.at(func(_ *chunkstore.Tx, at *versions.At) error {
+		a, t, err := getAttrAt(at, ino)
+		if err == nil && !a.IsSymlink() {
+			err = syscall.EINVAL
+		}
+		target = t
+		return err
+	})
+	return target, err
+}
+
+// Read reads file ino of the snapshot at off into dest.
+func (v *View) Read(ino Ino, off int64, dest []byte) (n int, err error) {
+	cs := int64(v.f.chunkSize)
+	err = v.at(func(tx *chunkstore.Tx, at *versions.At) error {
+		a, _, err := getAttrAt(at, ino)
+		if err != nil {
+			return err
+		}
+		if !a.IsRegular() {
+			return syscall.EISDIR
+		}
+		end := min(off+int64(len(dest)), int64(a.Size))
+		for pos := off; pos < end; {
+			idx := pos / cs
+			piece := min(end-pos, cs-pos%cs)
+			out := dest[pos-off : pos-off+piece]
+			b, err := at.Get(bucketChunks, chunkKey(ino, uint64(idx)))
+			if err != nil {
+				return err
+			}
+			clear(out)
+			if b != nil {
+				if len(b) != chunkstore.IDSize {
+					return fmt.Errorf("chunk %d of inode %d: %w", idx, ino, syscall.EIO)
+				}
+				data, err := tx.Get(chunkstore.ID(b), nil)
+				if err != nil {
+					return err
+				}
+				if s := pos % cs; s < int64(len(data)) {
+					copy(out, data[s:])
+				}
+			}
+			pos += piece
+		}
+		n = int(max(end-off, 0))
+		return nil
+	})
+	return n, err
+}
+
+// RestoreReport says what a restore changed.
+type RestoreReport struct {
+	Records int // records put back or removed
+	Seconds float64
+}
+
+// RestoreSnapshot puts a closed workspace back as snapshot name has it,
+// in one commit: every record changed since gets its version then back,
+// and what did not exist then is removed. It costs in proportion to
+// what changed since the snapshot, not to the workspace. The snapshot
+// stays; later snapshots stay too, and keep what they saw.
+func RestoreSnapshot(store *chunkstore.Store, name string) (*RestoreReport, error) {
+	start := time.Now()
+	rep := &RestoreReport{}
+	err := store.Update(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err := decodeSnapshot(name, v)
+		if err != nil {
+			return err
+		}
+		ev, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+		if err != nil {
+			return err
+		}
+		last, _ := u64(ev)
+		epoch := last + 1
+		tx.SetEpoch(epoch)
+		rec, err := versions.NewRecorder(tx.Tx, epoch)
+		if err != nil {
+			return err
+		}
+		tx.SetRecorder(rec)
+		type change struct {
+			bucket []byte
+			key    []byte
+		}
+		seen := make(map[string]bool)
+		var todo []change
+		err = versions.Changed(tx.Tx, snap.Epoch, func(id byte, key []byte) error {
+			bn := versions.Name(id)
+			if bn == "" {
+				return fmt.Errorf("change of unknown bucket id %d: %w", id, errBadRecord)
+			}
+			if k := string(id) + string(key); !seen[k] {
+				seen[k] = true
+				todo = append(todo, change{[]byte(bn), bytes.Clone(key)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		at := versions.NewAt(tx.Tx, snap.Epoch)
+		var ref, unref []chunkstore.ID
+		for _, c := range todo {
+			then, err := at.Get(c.bucket, c.key)
+			if err != nil {
+				return err
+			}
+			then = bytes.Clone(then)
+			b := tx.Sealed(c.bucket)
+			now, err := b.Get(c.key)
+			if err != nil {
+				return err
+			}
+			if then == nil && now == nil {
+				continue
+			}
+			if then != nil && now != nil && bytes.Equal(then, now) {
+				continue
+			}
+			chunks := bytes.Equal(c.bucket, bucketChunks)
+			var kept bool
+			if then == nil {
+				kept, err = b.DeleteKept(c.key)
+			} else {
+				kept, err = b.PutKept(c.key, then)
+			}
+			if err != nil {
+				return err
+			}
+			if chunks {
+				if now != nil && len(now) == chunkstore.IDSize && !kept {
+					unref = append(unref, chunkstore.ID(now))
+				}
+				if then != nil && len(then) == chunkstore.IDSize {
+					ref = append(ref, chunkstore.ID(then))
+				}
+			}
+			rep.Records++
+		}
+		// An inode put back linked must not be purged as an orphan of
+		// the state it replaced.
+		for _, c := range todo {
+			if bytes.Equal(c.bucket, bucketInodes) {
+				if v, err := tx.Sealed(bucketInodes).Get(c.key); err == nil && v != nil {
+					if a, _, err := decodeInode(keyIno(c.key), v); err == nil && a.Nlink > 0 {
+						if err := tx.Sealed(bucketOrphans).Delete(c.key); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		// References: the new ones first, so that a chunk moving from
+		// one record to another survives.
+		for _, id := range ref {
+			if err := tx.Ref(id); err != nil {
+				return fmt.Errorf("restore %s: a chunk the snapshot needs: %w", name, err)
+			}
+		}
+		for _, id := range unref {
+			if err := tx.Unref(id); err != nil {
+				return err
+			}
+		}
+		return tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(epoch)))
+	})
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+// ListSnapshots lists the snapshots of a store, open or not.
+func ListSnapshots(store *chunkstore.Store) ([]Snapshot, error) {
+	var out []Snapshot
+	err := store.View(func(tx *chunkstore.Tx) error {
+		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			s, err := decodeSnapshot(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteSnapshotReport says what deleting a snapshot freed.
+type DeleteSnapshotReport struct {
+	Versions int // record versions no other snapshot needed, dropped
+	Chunks   int // chunk references they held, released
+}
+
+// DeleteSnapshot deletes snapshot name and the record versions only it
+// needed, releasing their chunks, in one commit. It reads the whole
+// history of kept versions (what snapshots hold), not the workspace.
+// The store may be in use by an FS: nothing of the live tree changes.
+func DeleteSnapshot(store *chunkstore.Store, name string) (*DeleteSnapshotReport, error) {
+	rep := &DeleteSnapshotReport{}
+	err := store.Update(func(tx *chunkstore.Tx) error {
+		b := tx.Sealed(bucketSnapshots)
+		v, err := b.Get([]byte(name))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+		}
+		snap, err := decodeSnapshot(name, v)
+		if err != nil {
+			return err
+		}
+		if err := b.Delete([]byte(name)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(versions.BucketSnapEpochs).Delete(append(binary.BigEndian.AppendUint64(nil, snap.Epoch), name...)); err != nil {
+			return err
+		}
+		_, err = versions.Unpinned(tx.Tx, func(id byte, key, sealedVal []byte) error {
+			rep.Versions++
+			if versions.Name(id) != string(bucketChunks) {
+				return nil
+			}
+			val, err := sealed.Open(bucketChunks, key, sealedVal)
+			if err != nil || len(val) != chunkstore.IDSize {
+				return nil // a damaged version: its reference stays (fsck)
+			}
+			rep.Chunks++
+			return tx.Unref(chunkstore.ID(val))
+		})
+		return err
+	})
+	return rep, err
+}
+
+// DiffEntry is one file that differs between two states.
+type DiffEntry struct {
+	Kind    string `json:"kind"` // "added", "deleted", "modified", "renamed"
+	Path    string `json:"path"` // in the later state ("" if deleted)
+	OldPath string `json:"old_path,omitempty"`
+	Type    uint32 `json:"type"` // S_IFMT bits
+	OldSize uint64 `json:"old_size"`
+	Size    uint64 `json:"size"`
+	Ino     Ino    `json:"ino"`
+}
+
+// DiffSnapshots lists what differs between snapshot a and snapshot b ("" for
+// the store's last commit): files added, deleted, modified (content or
+// attributes) and renamed (the same inode under another path), by inode.
+// It finds the changed records through the change indexes, in proportion
+// to what changed; the paths of the files found come from a walk of the
+// directory entries at each state, which reads the tree's entries once.
+func DiffSnapshots(store *chunkstore.Store, a, b string) ([]DiffEntry, error) {
+	var out []DiffEntry
+	err := store.View(func(tx *chunkstore.Tx) error {
+		epochOf := func(name string) (uint64, error) {
+			if name == "" {
+				v, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+				e, _ := u64(v)
+				return e, err
+			}
+			v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+			if err != nil {
+				return 0, err
+			}
+			if v == nil {
+				return 0, fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+			}
+			s, err := decodeSnapshot(name, v)
+			return s.Epoch, err
+		}
+		ea, err := epochOf(a)
+		if err != nil {
+			return err
+		}
+		eb, err := epochOf(b)
+		if err != nil {
+			return err
+		}
+		if eb < ea {
+			return fmt.Errorf("diff %s %s: the second is older than the first: %w", a, b, syscall.EINVAL)
+		}
+		atA, atB := versions.NewAt(tx.Tx, ea), versions.NewAt(tx.Tx, eb)
+		inos := make(map[Ino]bool)
+		err = versions.Changed(tx.Tx, ea, func(id byte, key []byte) error {
+			if len(key) < 8 {
+				return nil
+			}
+			switch versions.Name(id) {
+			case string(bucketDirents):
+				// Both the entry's directory and what it names then and
+				// now.
+				for _, at := range []*versions.At{atA, atB} {
+					if v, err := at.Get(bucketDirents, key); err == nil && v != nil {
+						if d, err := decodeDirent(v); err == nil {
+							inos[d.Ino] = true
+						}
+					}
+				}
+			default:
+				inos[keyIno(key[:8])] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		namesA, err := namesAt(atA)
+		if err != nil {
+			return err
+		}
+		namesB, err := namesAt(atB)
+		if err != nil {
+			return err
+		}
+		pathOf := func(names map[Ino]dirName, ino Ino) string {
+			c := checker{names: names}
+			return c.path(ino)
+		}
+		for ino := range inos {
+			ra, _ := atA.Get(bucketInodes, inoKey(ino))
+			rb, _ := atB.Get(bucketInodes, inoKey(ino))
+			var aa, ab Attr
+			if ra != nil {
+				aa, _, _ = decodeInode(ino, ra)
+			}
+			if rb != nil {
+				ab, _, _ = decodeInode(ino, rb)
+			}
+			_, namedA := namesA[ino]
+			_, namedB := namesB[ino]
+			e := DiffEntry{Ino: ino, OldSize: aa.Size, Size: ab.Size}
+			switch {
+			case !namedA && !namedB:
+				continue // born and gone between, or unnamed (an orphan)
+			case !namedA:
+				e.Kind, e.Path, e.Type = "added", pathOf(namesB, ino), ab.Mode&syscall.S_IFMT
+			case !namedB:
+				e.Kind, e.OldPath, e.Type = "deleted", pathOf(namesA, ino), aa.Mode&syscall.S_IFMT
+			default:
+				e.Path, e.OldPath, e.Type = pathOf(namesB, ino), pathOf(namesA, ino), ab.Mode&syscall.S_IFMT
+				same, err := sameContent(atA, atB, ino, ra, rb)
+				if err != nil {
+					return err
+				}
+				switch {
+				case e.Path != e.OldPath:
+					e.Kind = "renamed" // and maybe modified: the sizes tell
+				case !same:
+					e.Kind = "modified"
+				default:
+					continue
+				}
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool {
+		pi, pj := out[i].Path, out[j].Path
+		if pi == "" {
+			pi = out[i].OldPath
+		}
+		if pj == "" {
+			pj = out[j].OldPath
+		}
+		return pi < pj
+	})
+	return out, err
+}
+
+// namesAt is one name of every named inode at a state.
+func namesAt(at *versions.At) (map[Ino]dirName, error) {
+	names := make(map[Ino]dirName)
+	err := at.Prefix(bucketDirents, nil, func(k, v []byte) error {
+		if len(k) <= 8 {
+			return nil
+		}
+		d, err := decodeDirent(v)
+		if err != nil {
+			return err
+		}
+		if _, ok := names[d.Ino]; !ok {
+			names[d.Ino] = dirName{parent: keyIno(k[:8]), name: string(k[8:])}
+		}
+		return nil
+	})
+	return names, err
+}
+
+// sameContent says whether inode ino's record and chunk list are the
+// same at two states (ra, rb: its records there).
+func sameContent(atA, atB *versions.At, ino Ino, ra, rb []byte) (bool, error) {
+	aa, ta, err := decodeInode(ino, ra)
+	if err != nil {
+		return false, err
+	}
+	ab, tb, err := decodeInode(ino, rb)
+	if err != nil {
+		return false, err
+	}
+	// ctime and atime move without a change a user would call one, and
+	// nlink with a link made elsewhere.
+	aa.Ctime, ab.Ctime, aa.Atime, ab.Atime, aa.Nlink, ab.Nlink = 0, 0, 0, 0, 0, 0
+	if aa.IsDir() && ab.IsDir() {
+		// A directory's mtime and size follow its entries, which show
+		// as the files added, deleted and renamed.
+		aa.Mtime, ab.Mtime, aa.Size, ab.Size = 0, 0, 0, 0
+	}
+	if aa != ab || ta != tb {
+		return false, nil
+	}
+	sa, err := atA.Get(bucketSums, inoKey(ino))
+	if err != nil {
+		return false, err
+	}
+	sb, err := atB.Get(bucketSums, inoKey(ino))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(sa, sb), nil
+}

@@ -1,0 +1,300 @@
+// Package versions keeps the old versions of records that snapshots
+// still need, and the indexes that make changes cheap to find
+// (fs/SNAPSHOTS.md): it is the sealed.Recorder of fs's commits, and the
+// reader of a store as it was at a past epoch.
+//
+// It owns four buckets:
+//
+//   - snapepochs: epoch(8) ‖ name → empty, one per snapshot: the
+//     epochs that pin versions;
+//   - history: id(1) ‖ key ‖ death(8) → the old sealed envelope, as
+//     stored (its seal covers its bucket, key, value and birth);
+//   - deaths: death(8) ‖ id(1) ‖ key → empty;
+//   - births: birth(8) ‖ id(1) ‖ key → empty, one per live record of a
+//     versioned bucket.
+//
+// It knows which buckets are versioned and their one-byte ids, and
+// nothing of what their records mean: fs decides what a snapshot is made
+// of, this package keeps and finds versions. It never changes a record of
+// a versioned bucket itself.
+package versions
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/computerfs/computerfs/internal/sealed"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names of this package.
+var (
+	BucketSnapEpochs = []byte("snapepochs")
+	BucketHistory    = []byte("history")
+	BucketDeaths     = []byte("deaths")
+	BucketBirths     = []byte("births")
+)
+
+// Buckets lists them, for whoever creates or checks a store's buckets.
+var Buckets = [][]byte{BucketSnapEpochs, BucketHistory, BucketDeaths, BucketBirths}
+
+// ids are the versioned buckets' one-byte ids, fixed by the format.
+var ids = map[string]byte{"inodes": 1, "dirents": 2, "fchunks": 3, "xattrs": 4, "fsums": 5}
+
+// ID is the id of a versioned bucket, or 0 if name is not one.
+func ID(name []byte) byte { return ids[string(name)] }
+
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// Recorder is the sealed.Recorder of one commit at epoch Epoch.
+type Recorder struct {
+	tx    *bolt.Tx
+	epoch uint64
+	snaps []uint64 // snapshot epochs, sorted
+}
+
+// NewRecorder reads the snapshot epochs of tx for a commit at epoch.
+func NewRecorder(tx *bolt.Tx, epoch uint64) (*Recorder, error) {
+	r := &Recorder{tx: tx, epoch: epoch}
+	if b := tx.Bucket(BucketSnapEpochs); b != nil {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) < 8 {
+				return nil, fmt.Errorf("snapshot epoch key %x: %w", k, sealed.ErrDamaged)
+			}
+			if e := binary.BigEndian.Uint64(k); len(r.snaps) == 0 || r.snaps[len(r.snaps)-1] != e {
+				r.snaps = append(r.snaps, e)
+			}
+		}
+	}
+	return r, nil
+}
+
+// Attach returns the recorder for a commit at epoch, or nil when the
+// store has no snapshot: then nothing needs keeping, and the indexes are
+// not kept either (a snapshot needs births entries only for records born
+// after it, and deaths only of versions alive at it), so a workspace
+// without snapshots pays nothing for them.
+func Attach(tx *bolt.Tx, epoch uint64) (sealed.Recorder, error) {
+	r, err := NewRecorder(tx, epoch)
+	if err != nil || len(r.snaps) == 0 {
+		return nil, err
+	}
+	return r, nil
+}
+
+// pinned says whether a snapshot was taken at an epoch in [birth, death).
+func (r *Recorder) pinned(birth, death uint64) bool {
+	for _, s := range r.snaps { // few: a binary search when they are many
+		if s >= birth && s < death {
+			return true
+		}
+	}
+	return false
+}
+
+// Change implements sealed.Recorder.
+func (r *Recorder) Change(bucket, key, old []byte, deleted bool) (bool, error) {
+	id := ID(bucket)
+	if id == 0 {
+		return false, nil
+	}
+	ik := append([]byte{id}, key...)
+	kept := false
+	if old != nil {
+		_, birth, err := sealed.OpenBirth(bucket, key, old)
+		if err != nil {
+			// A damaged version cannot be kept: fsck reports it.
+			return false, nil
+		}
+		if err := r.tx.Bucket(BucketBirths).Delete(append(be64(birth), ik...)); err != nil {
+			return false, err
+		}
+		if birth != r.epoch && r.pinned(birth, r.epoch) {
+			// A copy: old is the map's, which a remap in this commit
+			// may unmap before the page is written.
+			if err := r.tx.Bucket(BucketHistory).Put(append(bytes.Clone(ik), be64(r.epoch)...), bytes.Clone(old)); err != nil {
+				return false, err
+			}
+			if err := r.tx.Bucket(BucketDeaths).Put(append(be64(r.epoch), ik...), nil); err != nil {
+				return false, err
+			}
+			kept = true
+		}
+	}
+	if !deleted {
+		if err := r.tx.Bucket(BucketBirths).Put(append(be64(r.epoch), ik...), nil); err != nil {
+			return false, err
+		}
+	}
+	return kept, nil
+}
+
+// At reads the versioned buckets of tx as they were at epoch.
+type At struct {
+	tx    *bolt.Tx
+	epoch uint64
+}
+
+// NewAt reads tx at epoch.
+func NewAt(tx *bolt.Tx, epoch uint64) *At { return &At{tx: tx, epoch: epoch} }
+
+// Get returns the value key of bucket had at the epoch (verified), or
+// nil if it had none.
+func (a *At) Get(bucket, key []byte) ([]byte, error) {
+	if v, birth, err := a.live(bucket, key); err != nil || v != nil && birth <= a.epoch {
+		return v, err
+	}
+	id := ID(bucket)
+	if id == 0 {
+		return nil, fmt.Errorf("bucket %s is not versioned", bucket)
+	}
+	// The first version that died after the epoch.
+	ik := append([]byte{id}, key...)
+	c := a.tx.Bucket(BucketHistory).Cursor()
+	k, v := c.Seek(append(bytes.Clone(ik), be64(a.epoch+1)...))
+	if k == nil || len(k) != len(ik)+8 || !bytes.Equal(k[:len(ik)], ik) {
+		return nil, nil
+	}
+	val, birth, err := sealed.OpenBirth(bucket, key, v)
+	if err != nil || birth > a.epoch {
+		return nil, err
+	}
+	return val, nil
+}
+
+// live is the live record and its birth.
+func (a *At) live(bucket, key []byte) ([]byte, uint64, error) {
+	b := a.tx.Bucket(bucket)
+	if b == nil {
+		return nil, 0, nil
+	}
+	v := b.Get(key)
+	if v == nil {
+		return nil, 0, nil
+	}
+	return sealed.OpenBirth(bucket, key, v)
+}
+
+// Prefix calls fn for every key under prefix in bucket as it was at the
+// epoch, in key order, with its value then: the live records born by
+// then, merged with the history versions alive then.
+func (a *At) Prefix(bucket, prefix []byte, fn func(k, v []byte) error) error {
+	seen := make(map[string][]byte)
+	var keys []string
+	if b := a.tx.Bucket(bucket); b != nil {
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			val, birth, err := sealed.OpenBirth(bucket, k, v)
+			if err != nil {
+				return err
+			}
+			if birth <= a.epoch {
+				seen[string(k)] = val
+				keys = append(keys, string(k))
+			}
+		}
+	}
+	id := ID(bucket)
+	hp := append([]byte{id}, prefix...)
+	c := a.tx.Bucket(BucketHistory).Cursor()
+	for k, v := c.Seek(hp); k != nil && bytes.HasPrefix(k, hp); k, v = c.Next() {
+		if len(k) < 9 {
+			continue
+		}
+		key, death := k[1:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		if death <= a.epoch {
+			continue
+		}
+		if _, ok := seen[string(key)]; ok {
+			continue
+		}
+		val, birth, err := sealed.OpenBirth(bucket, key, v)
+		if err != nil {
+			return err
+		}
+		if birth <= a.epoch {
+			seen[string(key)] = val
+			keys = append(keys, string(key))
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := fn([]byte(k), seen[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Changed calls fn with every versioned (bucket id, key) whose value may
+// differ between the epoch and now: live records born after it, and
+// versions that died after it. A key can come twice.
+func Changed(tx *bolt.Tx, epoch uint64, fn func(id byte, key []byte) error) error {
+	for _, name := range [][]byte{BucketBirths, BucketDeaths} {
+		c := tx.Bucket(name).Cursor()
+		for k, _ := c.Seek(be64(epoch + 1)); k != nil; k, _ = c.Next() {
+			if len(k) < 9 {
+				return fmt.Errorf("%s key %x: %w", name, k, sealed.ErrDamaged)
+			}
+			if err := fn(k[8], k[9:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Name is the bucket name of a versioned bucket id ("" if none).
+func Name(id byte) string {
+	for n, i := range ids {
+		if i == id {
+			return n
+		}
+	}
+	return ""
+}
+
+// Unpinned deletes every kept version that no snapshot needs any more
+// (after a snapshot was deleted), with its deaths entry, showing each to
+// fn first (its bucket id, key and sealed value) so that whoever holds
+// references for it can drop them. It returns how many it deleted.
+func Unpinned(tx *bolt.Tx, fn func(id byte, key, sealedVal []byte) error) (int, error) {
+	r, err := NewRecorder(tx, 0)
+	if err != nil {
+		return 0, err
+	}
+	h := tx.Bucket(BucketHistory)
+	type gone struct{ hk, dk []byte }
+	var drop []gone
+	c := h.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) < 1+8 {
+			return 0, fmt.Errorf("history key %x: %w", k, sealed.ErrDamaged)
+		}
+		id, key, death := k[0], k[1:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		name := Name(id)
+		_, birth, err := sealed.OpenBirth([]byte(name), key, v)
+		if err != nil {
+			continue // damaged: fsck's to report; kept
+		}
+		if r.pinned(birth, death) {
+			continue
+		}
+		if err := fn(id, bytes.Clone(key), bytes.Clone(v)); err != nil {
+			return 0, err
+		}
+		drop = append(drop, gone{bytes.Clone(k), append(be64(death), append([]byte{id}, key...)...)})
+	}
+	for _, g := range drop {
+		if err := h.Delete(g.hk); err != nil {
+			return 0, err
+		}
+		if err := tx.Bucket(BucketDeaths).Delete(g.dk); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), nil
+}

@@ -1,0 +1,120 @@
+package versions
+
+import (
+	"encoding/binary"
+	"path/filepath"
+	"testing"
+
+	"github.com/computerfs/computerfs/internal/sealed"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestVersions: with snapshots at epochs 2 and 4, a record written at 1,
+// 3 and 5 and deleted at 6 reads as its version of each epoch; versions
+// no snapshot pins are not kept; Changed lists what changed after an
+// epoch; Unpinned drops what a deleted snapshot alone needed.
+func TestVersions(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inodes := []byte("inodes")
+	key := []byte{0, 0, 0, 0, 0, 0, 0, 9}
+	other := []byte{0, 0, 0, 0, 0, 0, 0, 10}
+	commit := func(epoch uint64, fn func(b sealed.Bucket) error) {
+		t.Helper()
+		if err := db.Update(func(tx *bolt.Tx) error {
+			for _, n := range append(Buckets, inodes) {
+				if _, err := tx.CreateBucketIfNotExists(n); err != nil {
+					return err
+				}
+			}
+			rec, err := Attach(tx, epoch)
+			if err != nil {
+				return err
+			}
+			b := sealed.InAt(tx, inodes, epoch)
+			if rec != nil {
+				b = b.WithRecorder(rec)
+			}
+			return fn(b)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := func(epoch uint64, name string) {
+		db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(BucketSnapEpochs).Put(append(binary.BigEndian.AppendUint64(nil, epoch), name...), nil)
+		})
+	}
+	commit(1, func(b sealed.Bucket) error { return b.Put(key, []byte("v1")) })
+	commit(1, func(b sealed.Bucket) error { return b.Put(other, []byte("o1")) })
+	snap(2, "two")
+	commit(3, func(b sealed.Bucket) error { return b.Put(key, []byte("v3")) })
+	snap(4, "four")
+	commit(5, func(b sealed.Bucket) error {
+		kept, err := b.PutKept(key, []byte("v5"))
+		if !kept {
+			t.Error("v3 (pinned by four) not kept")
+		}
+		return err
+	})
+	commit(5, func(b sealed.Bucket) error {
+		// v5 was born at 5: no snapshot saw it.
+		kept, err := b.PutKept(key, []byte("v5b"))
+		if kept {
+			t.Error("a version no snapshot saw was kept")
+		}
+		return err
+	})
+	commit(6, func(b sealed.Bucket) error { return b.Delete(key) })
+	read := func(epoch uint64, k []byte) string {
+		var out string
+		db.View(func(tx *bolt.Tx) error {
+			v, err := NewAt(tx, epoch).Get(inodes, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = string(v)
+			return nil
+		})
+		return out
+	}
+	for _, tc := range []struct {
+		epoch uint64
+		want  string
+	}{{2, "v1"}, {3, "v3"}, {4, "v3"}, {6, ""}, {0, ""}} { // 5 no snapshot pins: not kept
+		if got := read(tc.epoch, key); got != tc.want {
+			t.Errorf("at %d: %q, want %q", tc.epoch, got, tc.want)
+		}
+	}
+	if got := read(2, other); got != "o1" {
+		t.Errorf("an unchanged record at 2: %q", got)
+	}
+	var changed int
+	db.View(func(tx *bolt.Tx) error {
+		return Changed(tx, 2, func(id byte, k []byte) error {
+			if id != ID(inodes) || string(k) != string(key) {
+				t.Errorf("changed: %d %x", id, k)
+			}
+			changed++
+			return nil
+		})
+	})
+	if changed == 0 {
+		t.Error("nothing changed after 2")
+	}
+	// Without snapshot four, v3 is pinned by nothing; v1 still by two.
+	db.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(BucketSnapEpochs).Delete(append(binary.BigEndian.AppendUint64(nil, 4), "four"...))
+		n, err := Unpinned(tx, func(id byte, k, v []byte) error { return nil })
+		if err != nil || n != 1 {
+			t.Errorf("unpinned %d %v, want 1 (v3)", n, err)
+		}
+		return nil
+	})
+	if got := read(2, key); got != "v1" {
+		t.Errorf("at 2 after four is gone: %q", got)
+	}
+}
