@@ -145,7 +145,11 @@ func TestStdio(t *testing.T) {
 			}
 			cs, logs, cmd := connectStdioCmd(t, home, ws)
 			ok(t, cs, "write", map[string]any{"file_path": "/src/main.go", "content": "package main\n\nfunc main() {}\n"})
-			c := ok(t, cs, "read", map[string]any{"file_path": "/src/main.go"})
+			c := ok(t, cs, "snapshot", map[string]any{"name": "before"})
+			if !strings.Contains(c.text, "snapshot before: the workspace as of commit") {
+				t.Errorf("snapshot: %s", c.text)
+			}
+			c = ok(t, cs, "read", map[string]any{"file_path": "/src/main.go"})
 			if !strings.Contains(c.text, "     3\tfunc main() {}") {
 				t.Errorf("read: %s", c.text)
 			}
@@ -163,6 +167,16 @@ func TestStdio(t *testing.T) {
 				t.Errorf("grep: %s", c.text)
 			}
 			ok(t, cs, "ls", map[string]any{"path": "/src"})
+			c = ok(t, cs, "diff", map[string]any{"from": "before"})
+			if !strings.HasPrefix(c.text, "2 changes from before to now") || !strings.Contains(c.text, "modified /src/main.go (29 -> 41 bytes)") || !strings.Contains(c.text, "added    /src/made.txt (file, 2 bytes)") {
+				t.Errorf("diff: %s", c.text)
+			}
+			c = ok(t, cs, "snapshot", map[string]any{"list": true})
+			if !strings.HasPrefix(c.text, "before  commit ") {
+				t.Errorf("snapshot list: %s", c.text)
+			}
+			fails(t, cs, "snapshot", map[string]any{"name": "before"}, "snapshot before")
+			fails(t, cs, "diff", map[string]any{"from": "nope"}, "diff nope")
 			// Exec's stdin is not the protocol's: cat reads nothing and the
 			// session goes on.
 			c = ok(t, cs, "exec", map[string]any{"command": "cat; echo still"})

@@ -2,7 +2,7 @@
 // Context Protocol server (built on github.com/modelcontextprotocol/go-sdk)
 // whose tools are the ones agents are trained on, named and shaped as
 // Claude Code's are: read, write, edit, multi_edit, glob, grep, ls and
-// exec.
+// exec; and snapshot and diff, over the workspace's snapshots.
 //
 // It owns the MCP tool surface: the tools' names, input and output
 // schemas, annotations, descriptions and text; the per-session record of
@@ -13,7 +13,8 @@
 //
 // It works only through a workspace.API (the daemon's wsrpc client, or a
 // workspace.WS on a store this process opened) and an Executor (the
-// daemon's Executor service, or a backends.Runtime in this process). It
+// daemon's Executor service, or a backends.Runtime in this process), and
+// Snapshots (the daemon's, or ones its caller makes on a store). It
 // must not touch the store's internals (fs, chunkstore): every read and
 // change goes through the file API, which journals it and tells the mount.
 //

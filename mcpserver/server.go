@@ -20,6 +20,8 @@ type Options struct {
 	API workspace.API
 	// Exec runs the exec tool's commands; nil leaves exec out.
 	Exec Executor
+	// Snapshots serve the snapshot and diff tools; nil leaves them out.
+	Snapshots Snapshots
 	// MountPoint is where the workspace is mounted on this host, if
 	// anywhere: a path under it is taken as the workspace path it shows
 	// (agents that also run a shell on the mount pass such paths).
@@ -80,6 +82,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "computerfs", Title: "computerfs workspace", Version: opts.Version}, sopts)
 	s.addFileTools()
+	if opts.Snapshots != nil {
+		s.addSnapshotTools()
+	}
 	if opts.Exec != nil {
 		dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)
 		list, err := opts.Exec.Backends(dctx)

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
@@ -42,13 +43,13 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	api, exe, closeWS, err := openMCPWorkspace(ctx, e, ws, !noExec)
+	w, err := openMCPWorkspace(ctx, e, ws, !noExec)
 	if err != nil {
 		return err
 	}
-	defer closeWS()
+	defer w.close()
 	abs, _ := filepath.Abs(ws)
-	srv, err := mcpserver.New(ctx, mcpserver.Options{API: api, Exec: exe, MountPoint: mountOf(abs), Logger: e.log})
+	srv, err := mcpserver.New(ctx, mcpserver.Options{API: w.api, Exec: w.exec, Snapshots: w.snaps, MountPoint: mountOf(abs), Logger: e.log})
 	if err != nil {
 		return err
 	}
@@ -74,21 +75,29 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	return srv.ServeHTTP(ctx, ln, token)
 }
 
-// openMCPWorkspace reaches the workspace and its backends through the
-// daemon holding it, or opens the store (and runs the backends) in this
-// process when none does.
-func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (workspace.API, mcpserver.Executor, func(), error) {
+// mcpWorkspace is what the MCP server works on.
+type mcpWorkspace struct {
+	api   workspace.API
+	exec  mcpserver.Executor
+	snaps mcpserver.Snapshots
+	close func()
+}
+
+// openMCPWorkspace reaches the workspace, its backends and its snapshots
+// through the daemon holding it, or opens the store (and runs the
+// backends) in this process when none does.
+func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*mcpWorkspace, error) {
 	conn, err := wsrpc.DialConn(ctx, ws)
 	if err == nil {
-		var exe mcpserver.Executor
+		w := &mcpWorkspace{api: wsrpc.NewClient(conn), snaps: mcpserver.DaemonSnapshots(wsrpc.NewDaemonClient(conn)), close: func() { conn.Close() }}
 		if withExec {
-			exe = mcpserver.RemoteExecutor(pb.NewExecutorClient(conn))
+			w.exec = mcpserver.RemoteExecutor(pb.NewExecutorClient(conn))
 		}
 		e.log.Debug("mcp: through the daemon", "workspace", ws)
-		return wsrpc.NewClient(conn), exe, func() { conn.Close() }, nil
+		return w, nil
 	}
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	// A host configured with a workspace that does not exist yet gets a
 	// new one, as mount makes it.
@@ -96,29 +105,64 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (wo
 	if _, serr := os.Stat(ws); errors.Is(serr, os.ErrNotExist) {
 		e.log.Info("mcp: creating the workspace", "workspace", ws)
 		if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("workspace %s: %w", ws, err)
+			return nil, fmt.Errorf("workspace %s: %w", ws, err)
 		}
 		f, err = fs.Open(ws, fs.Options{Logger: e.log})
 	} else {
 		f, err = openHere(e, ws)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
+	w := &mcpWorkspace{api: api, snaps: storeSnapshots{f}, close: func() { f.Close() }}
 	if !withExec {
-		return api, nil, func() { f.Close() }, nil
+		return w, nil
 	}
 	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
 	if err != nil {
 		f.Close()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	e.log.Debug("mcp: on the store, no daemon", "workspace", ws)
-	return api, mcpserver.LocalExecutor(rt), func() {
+	w.exec = mcpserver.LocalExecutor(rt)
+	w.close = func() {
 		closeRT()
 		f.Close()
-	}, nil
+	}
+	return w, nil
+}
+
+// storeSnapshots are the snapshots of a store this process holds, as the
+// daemon's Snapshot call makes them.
+type storeSnapshots struct{ f *fs.FS }
+
+func (s storeSnapshots) Create(ctx context.Context, name string) (mcpserver.Snapshot, error) {
+	sn, err := s.f.CreateSnapshot(ctx, name)
+	return mcpserver.Snapshot{Name: sn.Name, Epoch: sn.Epoch, Created: time.Unix(0, sn.Created)}, err
+}
+
+func (s storeSnapshots) List(ctx context.Context) ([]mcpserver.Snapshot, error) {
+	list, err := s.f.Snapshots()
+	out := []mcpserver.Snapshot{}
+	for _, sn := range list {
+		out = append(out, mcpserver.Snapshot{Name: sn.Name, Epoch: sn.Epoch, Created: time.Unix(0, sn.Created)})
+	}
+	return out, err
+}
+
+func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserver.DiffEntry, error) {
+	// As the daemon does: what is pending is committed first, so that
+	// "now" is now.
+	if err := s.f.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("diff: commit what is pending first: %w", err)
+	}
+	d, err := fs.DiffSnapshots(s.f.Store(), name, other)
+	out := []mcpserver.DiffEntry{}
+	for _, e := range d {
+		out = append(out, mcpserver.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: workspace.TypeName(e.Type), OldSize: e.OldSize, Size: e.Size})
+	}
+	return out, err
 }
 
 // openHere opens the store of a workspace no daemon holds, in this

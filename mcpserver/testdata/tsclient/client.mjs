@@ -54,7 +54,7 @@ async function call(name, args, opts) {
 try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ["edit", "exec", "glob", "grep", "ls", "multi_edit", "read", "write"];
+  const want = ["diff", "edit", "exec", "glob", "grep", "ls", "multi_edit", "read", "snapshot", "write"];
   check("tools/list", JSON.stringify(names) === JSON.stringify(want), JSON.stringify(names));
   const exec = tools.find((t) => t.name === "exec");
   check("exec's backend enum", JSON.stringify(exec?.inputSchema?.properties?.backend?.enum ?? []).includes("shell"),
@@ -62,7 +62,10 @@ try {
   check("read is read-only", tools.find((t) => t.name === "read")?.annotations?.readOnlyHint === true);
   check("exec is open-world", exec?.annotations?.openWorldHint === true);
 
-  let r = await call("write", { file_path: "/ts/app.ts", content: "export const a = 1;\nexport const b = 2;\n" });
+  let r = await call("snapshot", { name: "start" });
+  check("snapshot", !r.isError && r.structuredContent?.created?.name === "start", text(r));
+
+  r = await call("write", { file_path: "/ts/app.ts", content: "export const a = 1;\nexport const b = 2;\n" });
   check("write creates", !r.isError && r.structuredContent?.created === true, text(r));
 
   r = await call("write", { file_path: "/ts/app.ts", content: "no\n" });
@@ -135,6 +138,9 @@ try {
   check("exec cancelled", aborted && Date.now() - t0 < 10000, `aborted=${aborted} after ${Date.now() - t0} ms`);
   r = await call("exec", { command: "echo after" });
   check("exec after a cancel", text(r).startsWith("after"), text(r));
+
+  r = await call("diff", { from: "start" });
+  check("diff", !r.isError && text(r).includes("added    /ts/app.ts") && r.structuredContent?.count >= 2, text(r));
 
   r = await call("read", { file_path: "/nope" });
   check("errors are tool errors that say what to do", r.isError === true && text(r).includes("no such file"), text(r));
