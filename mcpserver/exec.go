@@ -98,7 +98,7 @@ func (s *Server) addExecTool() error {
 		schema.Properties["backend"].Enum = ids
 	}
 	schema.Properties["backend"].Description = desc.String()
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "exec",
 		Title: "Run a command",
 		Description: `Runs a command on the workspace on one of its execution backends, which all see the same files.

@@ -97,7 +97,7 @@ type editOut struct {
 }
 
 func (s *Server) addFileTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "read",
 		Title: "Read a file",
 		Description: `Reads a file of the workspace.
@@ -108,7 +108,7 @@ func (s *Server) addFileTools() {
 - Read a file before you edit it or write over it: this session's read is what those tools compare against.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.read)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "write",
 		Title: "Write a file",
 		Description: `Writes a whole file, atomically (readers see the old content or the new), making missing parent directories.
@@ -117,7 +117,7 @@ func (s *Server) addFileTools() {
 - Prefer edit for changing part of an existing file.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Write a file", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.write)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "edit",
 		Title: "Edit a file",
 		Description: `Replaces exact text in a file and returns the change as a unified diff.
@@ -127,7 +127,7 @@ func (s *Server) addFileTools() {
 - An empty old_string creates a new file with new_string as its content.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 	}, s.edit)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "multi_edit",
 		Title: "Edit a file in several places",
 		Description: `Makes several exact-text replacements in one file, in order, all or none, and returns one unified diff.

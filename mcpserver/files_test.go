@@ -73,13 +73,13 @@ func TestToolList(t *testing.T) {
 	b, _ := json.Marshal(tools["exec"].InputSchema)
 	var schema struct {
 		Properties map[string]struct {
-			Enum        []string `json:"enum"`
-			Description string   `json:"description"`
+			Enum        []any  `json:"enum"`
+			Description string `json:"description"`
 		} `json:"properties"`
 	}
 	json.Unmarshal(b, &schema)
 	be := schema.Properties["backend"]
-	if fmt.Sprint(be.Enum) != "[js shell]" || !strings.Contains(be.Description, "- shell: A bash-like shell") || !strings.Contains(be.Description, "- js: Runs an ES module") {
+	if fmt.Sprint(be.Enum) != "[js shell <nil>]" || !strings.Contains(be.Description, "- shell: A bash-like shell") || !strings.Contains(be.Description, "- js: Runs an ES module") {
 		t.Errorf("exec's backend: enum %v, description %q", be.Enum, be.Description)
 	}
 	// Grep's flags keep ripgrep's names.
@@ -326,4 +326,28 @@ func TestMountPointPaths(t *testing.T) {
 	}
 	// Not under it: a workspace path like any other.
 	fails(t, l.cs, "read", map[string]any{"file_path": "/home/me/computerfsx/a"}, "no such file")
+}
+
+// Clients that send null for the arguments they leave out (the OpenAI
+// Agents SDK's strict mode does) get what omitting them gives.
+func TestNullArguments(t *testing.T) {
+	l := newLocal(t, localOpts{})
+	l.put(t, "/a.txt", "one\ntwo\n")
+	c := ok(t, l.cs, "read", map[string]any{"file_path": "/a.txt", "offset": nil, "limit": nil})
+	if c.text != "     1\tone\n     2\ttwo\n" {
+		t.Errorf("read: %q", c.text)
+	}
+	c = ok(t, l.cs, "grep", map[string]any{"pattern": "two", "path": nil, "glob": nil, "type": nil, "output_mode": nil, "-i": nil, "-n": nil, "-A": nil, "-B": nil, "-C": nil, "multiline": nil, "head_limit": nil, "offset": nil})
+	if c.text != "/a.txt" {
+		t.Errorf("grep: %q", c.text)
+	}
+	c = ok(t, l.cs, "exec", map[string]any{"command": "cat a.txt", "backend": nil, "cwd": nil, "timeout": nil, "env": nil, "input": nil, "stdin": nil, "description": nil})
+	if !strings.HasPrefix(c.text, "one\ntwo\n[exit status 0; backend shell") {
+		t.Errorf("exec: %q", c.text)
+	}
+	ok(t, l.cs, "ls", map[string]any{"path": nil, "ignore": nil})
+	ok(t, l.cs, "glob", map[string]any{"pattern": "*.txt", "path": nil})
+	ok(t, l.cs, "edit", map[string]any{"file_path": "/a.txt", "old_string": "two", "new_string": "2", "replace_all": nil})
+	// Required arguments stay required.
+	fails(t, l.cs, "read", map[string]any{"file_path": nil}, "file_path")
 }

@@ -83,7 +83,7 @@ type lsOut struct {
 func (s *Server) addSearchTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)}
 	annot := func(title string) *mcp.ToolAnnotations { a := *ro; a.Title = title; return &a }
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "glob",
 		Title: "Find files by name",
 		Description: `Finds files whose path matches a glob pattern, fast, in any size of workspace.
@@ -92,7 +92,7 @@ func (s *Server) addSearchTools() {
 - Paths come back newest first (by modification time), 100 at most.`,
 		Annotations: annot("Find files by name"),
 	}, s.glob)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "grep",
 		Title: "Search file contents",
 		Description: `Searches file contents with a regular expression, as ripgrep does, without running a shell.
@@ -103,7 +103,7 @@ func (s *Server) addSearchTools() {
 - head_limit and offset page through long results.`,
 		Annotations: annot("Search file contents"),
 	}, s.grep)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "ls",
 		Title: "List a directory",
 		Description: `Lists a directory: each entry's type, size and name (symlinks with their target), directories first.

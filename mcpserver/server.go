@@ -11,6 +11,7 @@ import (
 
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -181,3 +182,39 @@ func (s *Server) wsPath(arg, name string) (string, error) {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// addTool adds a tool whose input schema is In's, with every optional
+// property also accepting null: clients that fill each argument (the
+// OpenAI Agents SDK's strict mode sends null for those it leaves out)
+// work as those that omit them.
+func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	if t.InputSchema == nil {
+		schema, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("mcpserver: the input schema of %s: %v", t.Name, err)) // a programming error
+		}
+		t.InputSchema = schema
+	}
+	if schema, ok := t.InputSchema.(*jsonschema.Schema); ok {
+		nullableOptional(schema)
+	}
+	mcp.AddTool(s, t, h)
+}
+
+// nullableOptional lets the optional properties of an object schema be
+// null.
+func nullableOptional(schema *jsonschema.Schema) {
+	required := map[string]bool{}
+	for _, r := range schema.Required {
+		required[r] = true
+	}
+	for name, p := range schema.Properties {
+		if required[name] || p.Type == "" {
+			continue // required, or any value already
+		}
+		p.Types, p.Type = []string{p.Type, "null"}, ""
+		if p.Enum != nil {
+			p.Enum = append(p.Enum, nil)
+		}
+	}
+}

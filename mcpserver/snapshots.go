@@ -134,14 +134,14 @@ func mergeReplaced(entries []DiffEntry) []DiffEntry {
 const maxDiffLines = 500
 
 func (s *Server) addSnapshotTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "snapshot",
 		Title: "Snapshot the workspace",
 		Description: `Names the workspace's state now, instantly whatever its size: a read-only snapshot to compare with later (diff), or to put the workspace back to (computerfs snapshot restore, with the workspace closed).
 Take one before a risky change (a refactoring, a build that writes files, a dependency upgrade). list: true lists the snapshots.`,
 		Annotations: &mcp.ToolAnnotations{Title: "Snapshot the workspace", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	}, s.snapshot)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  "diff",
 		Title: "What changed since a snapshot",
 		Description: `Lists the files added, deleted, modified (content or attributes) and renamed between a snapshot and the workspace now, or between two snapshots.
