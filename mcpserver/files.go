@@ -417,6 +417,8 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, in writeIn
 		return nil, writeOut{}, err
 	}
 	st := s.session(req.Session)
+	st.changing.Lock()
+	defer st.changing.Unlock()
 	opt := workspace.WriteOptions{Parents: true}
 	rec, wasRead := st.lookup(p)
 	switch {
@@ -479,6 +481,8 @@ func (s *Server) applyEdits(ctx context.Context, req *mcp.CallToolRequest, fileP
 		return nil, editOut{}, err
 	}
 	st := s.session(req.Session)
+	st.changing.Lock()
+	defer st.changing.Unlock()
 	if len(edits) == 1 && edits[0].OldString == "" {
 		// Claude Code's convention: an empty old_string creates the file.
 		res, err := s.opts.API.Write(ctx, p, strings.NewReader(edits[0].NewString), workspace.WriteOptions{Parents: true, Exclusive: true})

@@ -351,3 +351,40 @@ func TestNullArguments(t *testing.T) {
 	// Required arguments stay required.
 	fails(t, l.cs, "read", map[string]any{"file_path": nil}, "file_path")
 }
+
+// Hosts call tools in parallel: a session's edits of one file, at once,
+// all land (none fails another's compare-and-swap).
+func TestParallelEdits(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	var b strings.Builder
+	const n = 12
+	for i := range n {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	l.put(t, "/p.txt", b.String())
+	ok(t, l.cs, "read", map[string]any{"file_path": "/p.txt"})
+	errs := make(chan string, n)
+	for i := range n {
+		go func() {
+			res, err := l.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "edit", Arguments: map[string]any{
+				"file_path": "/p.txt", "old_string": fmt.Sprintf("line %d\n", i), "new_string": fmt.Sprintf("LINE %d\n", i)}})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case res.IsError:
+				errs <- toCall(t, res).text
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range n {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	got := l.get(t, "/p.txt")
+	if strings.Contains(got, "line ") {
+		t.Errorf("not every edit landed:\n%s", got)
+	}
+}

@@ -115,6 +115,11 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 type session struct {
 	mu   sync.Mutex
 	read map[string]readRecord
+	// changing serialises the session's own writes and edits, from the
+	// look-up of what it read to the record of what it wrote: hosts call
+	// tools in parallel, and two edits of one file must not fail each
+	// other's compare-and-swap.
+	changing sync.Mutex
 }
 
 // readRecord is a file as a session last read (or wrote) it.
