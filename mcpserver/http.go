@@ -20,8 +20,10 @@ import (
 // carrying "Authorization: Bearer TOKEN" or refused (401). Each client
 // session has its own read record, as over stdio.
 func (s *Server) HTTPHandler(token string) http.Handler {
+	// Idle sessions end after a day: an agent's session may wait on its
+	// user for hours, and what a session holds (its read record) is small.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 30 * time.Minute})
+		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 24 * time.Hour})
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
