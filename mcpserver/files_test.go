@@ -324,6 +324,10 @@ func TestMountPointPaths(t *testing.T) {
 	if !strings.HasPrefix(c.text, "/\n") {
 		t.Errorf("ls of the mount point: %s", c.text)
 	}
+	c = ok(t, l.cs, "glob", map[string]any{"pattern": "/home/me/computerfs/src/*.txt"})
+	if c.text != "/src/a.txt" {
+		t.Errorf("glob with the mount point: %s", c.text)
+	}
 	// Not under it: a workspace path like any other.
 	fails(t, l.cs, "read", map[string]any{"file_path": "/home/me/computerfsx/a"}, "no such file")
 }

@@ -120,7 +120,7 @@ func (s *Server) glob(ctx context.Context, req *mcp.CallToolRequest, in globIn) 
 	if strings.TrimSpace(in.Pattern) == "" {
 		return nil, globOut{}, fmt.Errorf("glob: pattern is empty: give one such as **/*.go")
 	}
-	res, err := s.opts.API.Glob(ctx, in.Pattern, workspace.GlobOptions{Dir: dir, Limit: globScan})
+	res, err := s.opts.API.Glob(ctx, s.unmount(in.Pattern), workspace.GlobOptions{Dir: dir, Limit: globScan})
 	if err != nil {
 		return nil, globOut{}, toolError("glob", in.Pattern, err)
 	}

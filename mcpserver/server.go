@@ -173,9 +173,7 @@ func (s *Server) wsPath(arg, name string) (string, error) {
 	if p == "" {
 		return "/", nil
 	}
-	if mp := s.opts.MountPoint; mp != "" && (p == mp || strings.HasPrefix(p, mp+"/")) {
-		p = "/" + strings.TrimPrefix(p, mp)
-	}
+	p = s.unmount(p)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
@@ -184,6 +182,15 @@ func (s *Server) wsPath(arg, name string) (string, error) {
 		return "", fmt.Errorf("%s %q: %w (paths are workspace paths such as /src/main.go)", name, arg, err)
 	}
 	return path.Clean("/" + c), nil
+}
+
+// unmount turns a host path under the mount point into the workspace
+// path it shows; any other string is returned as it is.
+func (s *Server) unmount(p string) string {
+	if mp := s.opts.MountPoint; mp != "" && (p == mp || strings.HasPrefix(p, mp+"/")) {
+		return "/" + strings.TrimPrefix(strings.TrimPrefix(p, mp), "/")
+	}
+	return p
 }
 
 func boolPtr(b bool) *bool { return &b }
