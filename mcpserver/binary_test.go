@@ -374,3 +374,74 @@ func TestHTTPRefusals(t *testing.T) {
 		t.Errorf("no generated token on stderr:\n%s", logs)
 	}
 }
+
+// With the workspace mounted, what the tools write is what the mount
+// shows at once, what is written through the mount the tools read, and
+// paths under the mount point (an agent with a shell there passes them)
+// are the workspace paths they show.
+func TestMounted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse")
+	}
+	home, ws := binWorkspace(t)
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err == nil {
+			t.Logf("%s was still mounted: detached", mnt)
+		}
+	})
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "mount", ws, mnt)
+	cmd.Env = cfsEnv(home)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuf{}
+	cmd.Stderr = logs
+	start(t, cmd, logs)
+	mounted := make(chan bool, 2)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "mounted at") {
+				mounted <- true
+			}
+		}
+		mounted <- false
+	}()
+	select {
+	case ok := <-mounted:
+		if !ok {
+			t.Fatalf("mount exited:\n%s", logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not mounted after 30 s:\n%s", logs)
+	}
+	cs, _ := connectStdio(t, home, ws)
+	ok(t, cs, "write", map[string]any{"file_path": "/m/a.txt", "content": "from mcp\n"})
+	if b, err := os.ReadFile(filepath.Join(mnt, "m", "a.txt")); err != nil || string(b) != "from mcp\n" {
+		t.Errorf("through the mount: %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "m", "host.txt"), []byte("from the mount\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostPath := filepath.Join(mnt, "m", "host.txt")
+	c := ok(t, cs, "read", map[string]any{"file_path": hostPath})
+	if c.text != "     1\tfrom the mount\n" || c.data["path"] != "/m/host.txt" {
+		t.Errorf("read %s: %q %v", hostPath, c.text, c.data["path"])
+	}
+	ok(t, cs, "edit", map[string]any{"file_path": hostPath, "old_string": "the mount", "new_string": "an edit"})
+	if b, err := os.ReadFile(hostPath); err != nil || string(b) != "from an edit\n" {
+		t.Errorf("edited, through the mount: %q, %v", b, err)
+	}
+	c = ok(t, cs, "exec", map[string]any{"command": "cat m/host.txt", "cwd": mnt})
+	if !strings.HasPrefix(c.text, "from an edit\n") {
+		t.Errorf("exec with the mount point as cwd: %s", c.text)
+	}
+}
