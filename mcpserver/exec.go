@@ -202,7 +202,11 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 		}
 	}
 	if res.Result != nil {
-		fmt.Fprintf(&b, "[result] %s\n", res.Result)
+		if len(res.Result) > keepHead {
+			fmt.Fprintf(&b, "[result] %s\n[result cut: %d bytes in all; the structured result has it whole]\n", res.Result[:keepHead], len(res.Result))
+		} else {
+			fmt.Fprintf(&b, "[result] %s\n", res.Result)
+		}
 	}
 	fmt.Fprintf(&b, "[exit status %d", out.ExitCode)
 	if out.EndReason != "" && out.ExitCode != 0 {

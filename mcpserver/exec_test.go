@@ -63,7 +63,14 @@ func TestExec(t *testing.T) {
 				t.Errorf("%v: %s %v", args, c.text, c.data)
 			}
 		}
-		c := ok(t, l.cs, "exec", map[string]any{"command": "import { readFile } from 'node:fs/promises';\nexport default async () => (await readFile('/src/out.txt', 'utf8')).trim()"})
+		c := ok(t, l.cs, "exec", map[string]any{"command": "export default () => 'x'.repeat(50000)", "backend": "js"})
+		if !strings.Contains(c.text, "[result cut: 50002 bytes in all;") || len(c.text) > 25000 {
+			t.Errorf("a large result: %d bytes of text, ending %q", len(c.text), c.text[max(0, len(c.text)-200):])
+		}
+		if r, _ := c.data["result"].(string); len(r) != 50000 {
+			t.Errorf("the structured result: %d bytes", len(r))
+		}
+		c = ok(t, l.cs, "exec", map[string]any{"command": "import { readFile } from 'node:fs/promises';\nexport default async () => (await readFile('/src/out.txt', 'utf8')).trim()"})
 		if c.data["result"] != "new" {
 			t.Errorf("a module reading the workspace: %s", c.text)
 		}
