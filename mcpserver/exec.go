@@ -91,10 +91,14 @@ func (s *Server) addExecTool() error {
 		fmt.Fprintf(&desc, "\n- %s: %s", b.Id, d)
 		fmt.Fprintf(&list, "\n- %s: %s", b.Id, d)
 	}
-	if len(ids) == 0 {
+	switch {
+	case s.describeErr != nil:
+		desc.WriteString(" not known (" + s.describeErr.Error() + ")")
+		list.WriteString("\n(the backends could not be listed: " + s.describeErr.Error() + ")")
+	case len(ids) == 0:
 		desc.WriteString(" none found")
 		list.WriteString("\n(no backends found: install computerfs with its plugins)")
-	} else {
+	default:
 		schema.Properties["backend"].Enum = ids
 	}
 	schema.Properties["backend"].Description = desc.String()

@@ -2,12 +2,20 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/backends"
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/mcpserver"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -153,5 +161,58 @@ func TestExecProgress(t *testing.T) {
 	mu.Lock()
 	if len(got) != before {
 		t.Errorf("progress sent without a token")
+	}
+}
+
+// failingDescribe is an executor whose backends do not describe
+// themselves (an older daemon, say) but that runs execs.
+type failingDescribe struct{ mcpserver.Executor }
+
+func (failingDescribe) Backends(context.Context) ([]*pb.BackendInfo, error) {
+	return nil, errors.New("the daemon does not serve this call")
+}
+
+// A server whose backends cannot be listed still serves exec, and its
+// schema says why it lists none.
+func TestExecWithoutDescriptions(t *testing.T) {
+	dir := t.TempDir()
+	f, err := fs.Open(filepath.Join(dir, "ws.cfs"), fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ws := workspace.New(f, workspace.Options{})
+	rt, err := backends.New(backends.Options{Dirs: []string{bins(t)}, WS: ws, Owner: filepath.Join(dir, "ws.cfs"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	srv, err := mcpserver.New(t.Context(), mcpserver.Options{API: ws, Exec: failingDescribe{mcpserver.LocalExecutor(rt)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "exec" && !strings.Contains(tl.Description, "the backends could not be listed: the daemon does not serve this call") {
+			t.Errorf("exec's description: %s", tl.Description)
+		}
+	}
+	c := ok(t, cs, "exec", map[string]any{"command": "echo still runs"})
+	if !strings.HasPrefix(c.text, "still runs\n") {
+		t.Errorf("exec: %s", c.text)
 	}
 }

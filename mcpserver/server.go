@@ -46,6 +46,8 @@ type Server struct {
 	log      *slog.Logger
 	mcp      *mcp.Server
 	backends []*pb.BackendInfo
+	// describeErr is why the backends are not known, if they are not.
+	describeErr error
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -91,7 +93,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		list, err := opts.Exec.Backends(dctx)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("describe the backends: %w", err)
+			// exec may still run (the policy chooses): serve it, with a
+			// schema that says what is not known.
+			s.log.Warn("mcp: the backends did not describe themselves; exec's schema lists none", "err", err)
+			s.describeErr = err
 		}
 		s.backends = list
 		if err := s.addExecTool(); err != nil {
