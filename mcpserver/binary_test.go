@@ -70,6 +70,17 @@ func startServe(t *testing.T, home, ws string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "serve", ws)
 	cmd.Env = cfsEnv(home)
+	exited := startUntil(t, cmd, "serving")
+	return func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		<-exited
+	}
+}
+
+// startUntil starts cmd as start does and returns once it prints a line
+// holding want on stdout (30 s at most).
+func startUntil(t *testing.T, cmd *exec.Cmd, want string) <-chan struct{} {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +92,7 @@ func startServe(t *testing.T, home, ws string) (stop func()) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving") {
+			if strings.Contains(sc.Text(), want) {
 				ready <- true
 			}
 		}
@@ -90,15 +101,12 @@ func startServe(t *testing.T, home, ws string) (stop func()) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			t.Fatalf("serve exited:\n%s", logs)
+			t.Fatalf("%s exited before saying %q:\n%s", cmd.Args, want, logs)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("serve not ready after 30 s:\n%s", logs)
+		t.Fatalf("%s did not say %q within 30 s:\n%s", cmd.Args, want, logs)
 	}
-	return func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		<-exited
-	}
+	return exited
 }
 
 // connectStdio spawns `computerfs mcp -w WS` as an agent host does and
@@ -398,31 +406,7 @@ func TestMounted(t *testing.T) {
 	})
 	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "mount", ws, mnt)
 	cmd.Env = cfsEnv(home)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuf{}
-	cmd.Stderr = logs
-	start(t, cmd, logs)
-	mounted := make(chan bool, 2)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "mounted at") {
-				mounted <- true
-			}
-		}
-		mounted <- false
-	}()
-	select {
-	case ok := <-mounted:
-		if !ok {
-			t.Fatalf("mount exited:\n%s", logs)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("not mounted after 30 s:\n%s", logs)
-	}
+	startUntil(t, cmd, "mounted at")
 	cs, _ := connectStdio(t, home, ws)
 	ok(t, cs, "write", map[string]any{"file_path": "/m/a.txt", "content": "from mcp\n"})
 	if b, err := os.ReadFile(filepath.Join(mnt, "m", "a.txt")); err != nil || string(b) != "from mcp\n" {

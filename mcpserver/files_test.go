@@ -232,21 +232,7 @@ func TestWriteAndEditNeedRead(t *testing.T) {
 }
 
 // newClient connects a second session to l's server.
-func newClient(t *testing.T, l *local) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := l.srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "other"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
+func newClient(t *testing.T, l *local) *mcp.ClientSession { return connectMemory(t, l.srv, nil) }
 
 func TestEdit(t *testing.T) {
 	l := newLocal(t, localOpts{noExec: true})

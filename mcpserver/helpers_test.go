@@ -137,18 +137,25 @@ func newLocal(t *testing.T, o localOpts) *local {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &local{ws: ws, srv: srv, cs: connectMemory(t, srv, o.client), log: logs}
+}
+
+// connectMemory connects a new client session to srv in memory, until
+// the test ends.
+func connectMemory(t *testing.T, srv *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(ctx, st, nil)
+	ss, err := srv.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, o.client).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, opts).Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &local{ws: ws, srv: srv, cs: cs, log: logs}
+	return cs
 }
 
 // put writes a file behind the MCP session's back (another door).
