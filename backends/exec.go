@@ -136,7 +136,8 @@ func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, err
 		return req.Backend, "named by the caller", nil
 	}
 	has := func(id string) bool { _, err := r.get(id); return err == nil }
-	isJS := req.Kind == "js-module" || strings.HasSuffix(req.File, ".js") || strings.HasSuffix(req.File, ".mjs")
+	isJS := req.Kind == "js-module" || strings.HasSuffix(req.File, ".js") || strings.HasSuffix(req.File, ".mjs") ||
+		(req.Kind == "" && req.File == "" && isESModule(scriptOf(req.Argv)))
 	if isJS {
 		if has("js") {
 			return "js", "policy: a JavaScript module runs on js", nil

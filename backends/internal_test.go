@@ -66,11 +66,51 @@ func TestCommandsOf(t *testing.T) {
 		{"echo $(date)", "date,echo", true, false},
 		{"", "", true, false},
 		{"echo 'unterminated", "", false, true},
+		// Wrappers run the command in their arguments.
+		{"find . -name '*.go' | xargs gofmt -l", "find,gofmt,xargs", true, false},
+		{"grep -rl x . | xargs -I{} git log -1 {}", "git,grep,xargs", true, false},
+		{"seq 9 | xargs -n 3 -P 2 echo", "echo,seq,xargs", true, false},
+		{"ls | xargs", "ls,xargs", true, false},
+		{"env -u HOME FOO=1 make test", "env,make", true, false},
+		{"timeout 5 npm test", "npm,timeout", true, false},
+		{"timeout -s KILL 5s go build", "go,timeout", true, false},
+		{"command -v git", "command", true, false},
+		{"command git status", "command,git", true, false},
+		{"nice -n 10 cargo build", "cargo,nice", true, false},
+		{"xargs $tool", "xargs", false, false},
 	}
 	for _, tc := range tests {
 		names, certain, err := commandsOf(tc.script)
 		if (err != nil) != tc.err || (err == nil && (strings.Join(names, ",") != tc.want || certain != tc.certain)) {
 			t.Errorf("commandsOf(%q) = %v, %v, %v", tc.script, names, certain, err)
+		}
+	}
+}
+
+func TestIsESModule(t *testing.T) {
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{"export default (i) => i.n * 2", true},
+		{"export default async function (i) {\n  return 1\n}", true},
+		{"  export async function f() {}", true},
+		{"import { readFile } from 'node:fs/promises';\nexport default () => 1", true},
+		{"import * as path from \"node:path\"", true},
+		{"import './side-effect.js'", true},
+		{"export default_value=1", false},
+		{"export PATH=/bin; echo $PATH", false},
+		{"echo export default", false},
+		{"grep -r 'export default' src", false},
+		{"import foo", false}, // ImageMagick's import, say
+		{"// a module\n/* sums */\nexport default (i) => 1", true},
+		{"const xs = [1, 2];\nexport default () => xs.length", true},
+		{"cat > a.js <<'EOF'\nexport default () => 1\nEOF\nnode a.js", false},
+		{"mkdir -p src\nprintf 'import x from \"y\"' > src/a.js", false},
+	}
+	for _, tc := range tests {
+		if got := isESModule(tc.src); got != tc.want {
+			t.Errorf("isESModule(%q) = %v, want %v", tc.src, got, tc.want)
 		}
 	}
 }

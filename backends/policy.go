@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -103,9 +104,88 @@ func LoadPolicy(path string) (Policy, error) {
 
 func errPermission(msg string) error { return status.Error(codes.PermissionDenied, msg) }
 
+// esModule matches the lines that make source an ES module rather than a
+// shell script: a default export, an exported function, or an import from
+// a module. ("export default_x=1" is shell: the \b needs a word's end.)
+var esModule = regexp.MustCompile(`(?m)^[ \t]*(export[ \t]+default\b|export[ \t]+(async[ \t]+)?function\b|import[ \t]+[\w{*].*\bfrom[ \t]*['"]|import[ \t]*['"])`)
+
+// wrappers are the commands that run another one given in their
+// arguments, with the options of each that take a value.
+var wrappers = map[string]map[string]bool{
+	"xargs":   {"-I": true, "-i": false, "-n": true, "-P": true, "-L": true, "-l": false, "-d": true, "-s": true, "-E": true, "-e": false, "-a": true, "--max-args": true, "--max-procs": true, "--delimiter": true, "--arg-file": true, "--replace": false},
+	"env":     {"-u": true, "--unset": true, "-C": true, "--chdir": true, "-S": true},
+	"timeout": {"-s": true, "--signal": true, "-k": true, "--kill-after": true},
+	"command": {},
+	"nice":    {"-n": true, "--adjustment": true},
+	"nohup":   {},
+	"exec":    {"-a": true},
+	"time":    {},
+}
+
+// wrapped returns the words of the command that wrapper name runs, given
+// the words after it: none when it runs none (xargs alone runs echo, a
+// shell command too; command -v only looks). known is false when they
+// cannot be told (an option or its value that is not a literal).
+func wrapped(name string, args []*syntax.Word) (rest []*syntax.Word, known bool) {
+	valued, ok := wrappers[name]
+	if !ok {
+		return nil, true
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i].Lit()
+		switch {
+		case a == "":
+			return nil, false
+		case name == "command" && (a == "-v" || a == "-V"):
+			return nil, true
+		case a == "--":
+			return args[i+1:], true
+		case name == "env" && strings.Contains(a, "="):
+			continue // NAME=VALUE
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if k, _, found := strings.Cut(a, "="); found && valued[k] {
+				continue // --opt=value
+			}
+			if valued[a] {
+				i++ // its value is the next word
+			}
+			continue
+		case name == "timeout":
+			return args[i+1:], true // the duration, then the command
+		}
+		return args[i:], true
+	}
+	return nil, true
+}
+
+// isESModule says whether an exec's source is a JavaScript module: it goes
+// to the js backend, not to a shell that would refuse its syntax. It is
+// one when its first line of code is an import or an export, or when such
+// a line is anywhere in source that is no shell script (a script that
+// writes a module with a here-document stays a script).
+func isESModule(src string) bool {
+	if !esModule.MatchString(src) {
+		return false
+	}
+	for _, line := range strings.Split(src, "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.HasPrefix(l, "//") || strings.HasPrefix(l, "/*") || strings.HasPrefix(l, "*") || strings.HasPrefix(l, "#!") {
+			continue
+		}
+		if esModule.MatchString(l) {
+			return true
+		}
+		break
+	}
+	_, err := syntax.NewParser().Parse(strings.NewReader(src), "")
+	return err != nil
+}
+
 // commandsOf lists the command names a shell script runs, as far as a
-// parse can tell: literal first words of simple commands. ok is false
-// when a command name is computed ($cmd), so nothing can be promised.
+// parse can tell: literal first words of simple commands, and the
+// commands that wrappers run (xargs CMD, env CMD, timeout N CMD, command
+// CMD, nice CMD): those run too, and the shell has to have them. ok is
+// false when a command name is computed ($cmd), so nothing can be promised.
 func commandsOf(script string) (names []string, ok bool, err error) {
 	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
 	if err != nil {
@@ -118,14 +198,20 @@ func commandsOf(script string) (names []string, ok bool, err error) {
 		if !isCall || len(call.Args) == 0 {
 			return true
 		}
-		lit := call.Args[0].Lit()
-		if lit == "" {
-			ok = false
-			return true
-		}
-		if !seen[lit] {
-			seen[lit] = true
-			names = append(names, lit)
+		args := call.Args
+		for len(args) > 0 {
+			lit := args[0].Lit()
+			if lit == "" {
+				ok = false
+				return true
+			}
+			if !seen[lit] {
+				seen[lit] = true
+				names = append(names, lit)
+			}
+			var known bool
+			args, known = wrapped(lit, args[1:])
+			ok = ok && known
 		}
 		return true
 	})

@@ -325,7 +325,9 @@ func (w *WS) ReadFile(ctx context.Context, p string, maxBytes int64) ([]byte, Fi
 // hashFile returns the content hash of inode ino.
 func (w *WS) hashFile(ctx context.Context, ino fs.Ino) (string, error) {
 	h := blake3.New()
-	buf := make([]byte, maxIO)
+	bp := w.bufs.Get().(*[]byte)
+	defer w.bufs.Put(bp)
+	buf := *bp
 	for off := int64(0); ; {
 		n, err := w.f.Read(ctx, ino, off, buf)
 		if err != nil {
@@ -509,7 +511,9 @@ func (w *WS) tempFile(dir fs.Ino, perm, uid, gid uint32) (fs.Attr, error) {
 
 // fill writes r into the empty file ino.
 func (w *WS) fill(ctx context.Context, ino fs.Ino, r io.Reader) (int64, error) {
-	buf := make([]byte, maxIO)
+	bp := w.bufs.Get().(*[]byte)
+	defer w.bufs.Put(bp)
+	buf := *bp
 	var off int64
 	for {
 		n, rerr := io.ReadFull(r, buf)
@@ -577,7 +581,9 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 	if want != nil && w.beforeReplace != nil {
 		w.beforeReplace()
 	}
-	buf := make([]byte, maxIO)
+	bp := w.bufs.Get().(*[]byte)
+	defer w.bufs.Put(bp)
+	buf := *bp
 	var written int64
 	for {
 		n, rerr := io.ReadFull(r, buf)

@@ -39,6 +39,7 @@ import (
 	iofs "io/fs"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
@@ -92,6 +93,9 @@ type WS struct {
 	// through this API, so that they do not fail each other needlessly;
 	// against every other door the swap itself is fs.ReplaceIf's.
 	writeMu *chanMutex
+	// bufs holds maxIO buffers for writes and hashing, shared by views: a
+	// fresh 1 MiB buffer per call is most of a small write's cost.
+	bufs *sync.Pool
 	// beforeReplace, when set (tests), runs between a write's checks and
 	// its replace (or a compare-and-swap append's first bytes).
 	beforeReplace func()
@@ -101,7 +105,8 @@ type notifierBox struct{ n Notifier }
 
 // New returns the file API over f.
 func New(f *fs.FS, opts Options) *WS {
-	return &WS{f: f, opts: opts, rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex()}
+	bufs := &sync.Pool{New: func() any { b := make([]byte, maxIO); return &b }}
+	return &WS{f: f, opts: opts, rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
 }
 
 // FS returns the filesystem the API works on.
@@ -126,7 +131,7 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 	if !r.attr.IsDir() {
 		return nil, pathErr("sub", dir, syscall.ENOTDIR)
 	}
-	s := &WS{f: w.f, opts: w.opts, rootIno: r.ino, rootDir: r.path, writeMu: w.writeMu}
+	s := &WS{f: w.f, opts: w.opts, rootIno: r.ino, rootDir: r.path, writeMu: w.writeMu, bufs: w.bufs}
 	s.opts.ReadOnly = w.opts.ReadOnly || readOnly
 	if b := w.notify.Load(); b != nil {
 		s.notify.Store(b)

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/backends"
-	"github.com/computerfs/computerfs/chunkstore"
-	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
@@ -88,14 +86,8 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, err
 	}
-	if _, err := os.Stat(ws); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
-	}
-	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	f, err := openHere(e, ws)
 	if err != nil {
-		if errors.Is(err, chunkstore.ErrInUse) {
-			return nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
-		}
 		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
@@ -327,23 +319,43 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 }
 
 func execLocal(ctx context.Context, rt *backends.Runtime, start *pb.ExecStart, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (*pb.Exit, []byte, *pb.Chosen, *pb.Summary, error) {
-	req := backends.RequestFromStart(start)
-	req.Stdin = stdin
-	fwd := make(chan syscall.Signal, 4)
-	req.Signals = fwd
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	req := backends.RequestFromStart(start)
+	req.Stdin = stdin
+	req.Signals = forwardSignals(ctx, sigs)
+	return outcome(rt.Exec(ctx, req, stdout, stderr))
+}
+
+func execRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (*pb.Exit, []byte, *pb.Chosen, *pb.Summary, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return outcome(backends.ExecRemote(ctx, c, start, stdin, forwardSignals(ctx, sigs), stdout, stderr))
+}
+
+// forwardSignals passes the signals this process gets on to the command,
+// until ctx ends.
+func forwardSignals(ctx context.Context, sigs <-chan os.Signal) <-chan syscall.Signal {
+	fwd := make(chan syscall.Signal, 4)
 	go func() {
 		for {
 			select {
 			case s := <-sigs:
-				fwd <- s.(syscall.Signal)
+				select {
+				case fwd <- s.(syscall.Signal):
+				case <-ctx.Done():
+					return
+				}
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	res, err := rt.Exec(ctx, req, stdout, stderr)
+	return fwd
+}
+
+// outcome is what cmdExec prints of an exec's result.
+func outcome(res *backends.Result, err error) (*pb.Exit, []byte, *pb.Chosen, *pb.Summary, error) {
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -352,92 +364,4 @@ func execLocal(ctx context.Context, rt *backends.Runtime, start *pb.ExecStart, s
 		sum.Changes = append(sum.Changes, &pb.Change{Seq: c.Seq, Op: c.Op, Path: c.Path, NewPath: c.NewPath})
 	}
 	return res.Exit, res.Result, &pb.Chosen{ExecId: res.ID, Backend: res.Backend, Reason: res.Reason}, sum, nil
-}
-
-func execRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (*pb.Exit, []byte, *pb.Chosen, *pb.Summary, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.Exec(ctx)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
-	}
-	if err := stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_Start{Start: start}}); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
-	}
-	// The stream's sends happen here only: stdin chunks and signals go
-	// through one goroutine, which ends with the call.
-	go func() {
-		chunks := make(chan []byte)
-		if stdin != nil {
-			go func() {
-				defer close(chunks)
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := stdin.Read(buf)
-					if n > 0 {
-						select {
-						case chunks <- append([]byte(nil), buf[:n]...):
-						case <-ctx.Done():
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		} else {
-			close(chunks)
-		}
-		for {
-			select {
-			case b, ok := <-chunks:
-				if !ok {
-					stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_StdinClose{StdinClose: true}})
-					chunks = nil
-					continue
-				}
-				if stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_Stdin{Stdin: b}}) != nil {
-					return
-				}
-			case s := <-sigs:
-				stream.Send(&pb.ExecInput{Msg: &pb.ExecInput_Signal{Signal: int32(s.(syscall.Signal))}})
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var (
-		exit    *pb.Exit
-		result  []byte
-		chosen  *pb.Chosen
-		summary *pb.Summary
-	)
-	for {
-		m, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("daemon: %w", wsrpc.PlainError(err))
-		}
-		switch msg := m.Msg.(type) {
-		case *pb.ExecOutput_Stdout:
-			stdout.Write(msg.Stdout)
-		case *pb.ExecOutput_Stderr:
-			stderr.Write(msg.Stderr)
-		case *pb.ExecOutput_ResultJson:
-			result = msg.ResultJson
-		case *pb.ExecOutput_Chosen:
-			chosen = msg.Chosen
-		case *pb.ExecOutput_Summary:
-			summary = msg.Summary
-		case *pb.ExecOutput_Exit:
-			exit = msg.Exit
-		}
-	}
-	if exit == nil {
-		return nil, nil, nil, nil, errors.New("daemon: the exec ended without an exit status")
-	}
-	return exit, result, chosen, summary, nil
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/workspace"
@@ -287,14 +286,8 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, nil, err
 	}
-	if _, serr := os.Stat(ws); serr != nil {
-		return nil, nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, serr)
-	}
-	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	f, err := openHere(e, ws)
 	if err != nil {
-		if errors.Is(err, chunkstore.ErrInUse) {
-			return nil, nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
-		}
 		return nil, nil, err
 	}
 	return workspace.New(f, workspace.Options{}), f.Close, nil

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/mcpserver"
+	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// cmdMCP serves the workspace to an agent host as an MCP server: over
+// stdio (what hosts spawn), or streamable HTTP with --http. Its stdout is
+// the protocol's alone: logs go to stderr.
+func cmdMCP(ctx context.Context, e *env, args []string) error {
+	var ws, httpAddr, tokenFile string
+	var allowRemote, noExec bool
+	fl, err := parse(e, "mcp", args, func(fl *flag.FlagSet) {
+		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store")
+		fl.StringVar(&httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio")
+		fl.StringVar(&tokenFile, "token-file", "", "with --http: the bearer token clients must send (default: a new one, printed on stderr)")
+		fl.BoolVar(&allowRemote, "allow-remote", false, "with --http: listen on an address other than loopback")
+		fl.BoolVar(&noExec, "no-exec", false, "leave out the exec tool (file tools only)")
+	})
+	if err != nil {
+		return err
+	}
+	if fl.NArg() != 0 {
+		fl.Usage()
+		return exitCode(2)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	w, err := openMCPWorkspace(ctx, e, ws, !noExec)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	abs, _ := filepath.Abs(ws)
+	srv, err := mcpserver.New(ctx, mcpserver.Options{API: w.api, Exec: w.exec, Snapshots: w.snaps, MountPoint: mountOf(abs), Logger: e.log})
+	if err != nil {
+		return err
+	}
+	if httpAddr == "" {
+		e.log.Debug("mcp: serving on stdio", "workspace", ws)
+		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("serve stdio: %w", err)
+		}
+		return nil
+	}
+	token, generated, err := mcpserver.Token(tokenFile)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := mcpserver.Listen(httpAddr, allowRemote)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintf(e.stderr, "computerfs mcp: serving %s on http://%s/ (streamable HTTP)\n", ws, ln.Addr())
+	if generated {
+		fmt.Fprintf(e.stderr, "computerfs mcp: bearer token: %s\n", token)
+	}
+	return srv.ServeHTTP(ctx, ln, token)
+}
+
+// mcpWorkspace is what the MCP server works on.
+type mcpWorkspace struct {
+	api   workspace.API
+	exec  mcpserver.Executor
+	snaps mcpserver.Snapshots
+	close func()
+}
+
+// openMCPWorkspace reaches the workspace, its backends and its snapshots
+// through the daemon holding it, or opens the store (and runs the
+// backends) in this process when none does.
+func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*mcpWorkspace, error) {
+	conn, err := wsrpc.DialConn(ctx, ws)
+	if err == nil {
+		w := &mcpWorkspace{api: wsrpc.NewClient(conn), snaps: mcpserver.DaemonSnapshots(wsrpc.NewDaemonClient(conn)), close: func() { conn.Close() }}
+		if withExec {
+			w.exec = mcpserver.RemoteExecutor(pb.NewExecutorClient(conn))
+		}
+		e.log.Debug("mcp: through the daemon", "workspace", ws)
+		return w, nil
+	}
+	if !errors.Is(err, wsrpc.ErrNoDaemon) {
+		return nil, err
+	}
+	// A host configured with a workspace that does not exist yet gets a
+	// new one, as mount makes it.
+	var f *fs.FS
+	if _, serr := os.Stat(ws); errors.Is(serr, os.ErrNotExist) {
+		e.log.Info("mcp: creating the workspace", "workspace", ws)
+		if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", ws, err)
+		}
+		f, err = fs.Open(ws, fs.Options{Logger: e.log})
+	} else {
+		f, err = openHere(e, ws)
+	}
+	if err != nil {
+		return nil, err
+	}
+	api := workspace.New(f, workspace.Options{})
+	w := &mcpWorkspace{api: api, snaps: storeSnapshots{f}, close: func() { f.Close() }}
+	if !withExec {
+		return w, nil
+	}
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	e.log.Debug("mcp: on the store, no daemon", "workspace", ws)
+	w.exec = mcpserver.LocalExecutor(rt)
+	w.close = func() {
+		closeRT()
+		f.Close()
+	}
+	return w, nil
+}
+
+// storeSnapshots are the snapshots of a store this process holds, as the
+// daemon's Snapshot call makes them.
+type storeSnapshots struct{ f *fs.FS }
+
+func (s storeSnapshots) Create(ctx context.Context, name string) (mcpserver.Snapshot, error) {
+	sn, err := s.f.CreateSnapshot(ctx, name)
+	return mcpserver.Snapshot{Name: sn.Name, Epoch: sn.Epoch, Created: time.Unix(0, sn.Created)}, err
+}
+
+func (s storeSnapshots) List(ctx context.Context) ([]mcpserver.Snapshot, error) {
+	list, err := s.f.Snapshots()
+	out := []mcpserver.Snapshot{}
+	for _, sn := range list {
+		out = append(out, mcpserver.Snapshot{Name: sn.Name, Epoch: sn.Epoch, Created: time.Unix(0, sn.Created)})
+	}
+	return out, err
+}
+
+func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserver.DiffEntry, error) {
+	// As the daemon does: what is pending is committed first, so that
+	// "now" is now.
+	if err := s.f.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("diff: commit what is pending first: %w", err)
+	}
+	d, err := fs.DiffSnapshots(s.f.Store(), name, other)
+	out := []mcpserver.DiffEntry{}
+	for _, e := range d {
+		out = append(out, mcpserver.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: workspace.TypeName(e.Type), OldSize: e.OldSize, Size: e.Size})
+	}
+	return out, err
+}
+
+// openHere opens the store of a workspace no daemon holds, in this
+// process, for the commands that work through the daemon when one runs.
+func openHere(e *env, ws string) (*fs.FS, error) {
+	if _, err := os.Stat(ws); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
+	}
+	f, err := fs.Open(ws, fs.Options{Logger: e.log})
+	if errors.Is(err, chunkstore.ErrInUse) {
+		return nil, fmt.Errorf("%w; and no daemon answers on its control socket", err)
+	}
+	return f, err
+}
+
+// mountOf is where the store at abs is mounted, "" if nowhere.
+func mountOf(abs string) string {
+	mounts, err := mountinfo.Read("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	mnt := ""
+	for _, m := range mounts {
+		if m.FSType == "fuse.computerfs" && m.Source == abs {
+			mnt = m.Point
+		}
+	}
+	return mnt
+}

@@ -1,0 +1,213 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cfs "github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/workspace"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPBench measures the same calls through computerfs mcp (a warm
+// daemon holding the workspace) and through the reference MCP filesystem
+// server (@modelcontextprotocol/server-filesystem, from npm, on an ext4
+// copy of the same tree), both spawned over stdio and driven by the Go
+// SDK's client, and prints p50 and p99 per tool as a Markdown table.
+//
+//	CFS_MCP_BENCH=1 [CFS_MCP_BENCH_N=300] [CFS_MCP_BENCH_OUT=table.md] go test -run TestMCPBench -v ./mcpserver
+func TestMCPBench(t *testing.T) {
+	if os.Getenv("CFS_MCP_BENCH") != "1" {
+		t.Skip("a benchmark: set CFS_MCP_BENCH=1")
+	}
+	n := 300
+	if v, err := strconv.Atoi(os.Getenv("CFS_MCP_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	dir, node := npmInstall(t, "refbench", true)
+	// The tree: this repository's source, into a host directory and into
+	// a workspace.
+	host := filepath.Join(t.TempDir(), "tree")
+	home, wsPath := binWorkspace(t)
+	f, err := cfs.Open(wsPath, cfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workspace.New(f, workspace.Options{})
+	files := 0
+	err = filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("..", p)
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !d.Type().IsRegular() || !(strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".md")) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(host, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(host, rel), b, 0o644); err != nil {
+			return err
+		}
+		files++
+		_, err = w.WriteFile(context.Background(), "/"+filepath.ToSlash(rel), b, workspace.WriteOptions{Parents: true})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the store for a computerfs mcp that opens it itself.
+	localWS := filepath.Join(t.TempDir(), "local.cfs")
+	if b, err := os.ReadFile(wsPath); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(localWS, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, home, wsPath)
+
+	connect := func(cmd *exec.Cmd) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	ours := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", wsPath)
+	ours.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	cfsSession := connect(ours)
+	here := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", localWS)
+	here.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	localSession := connect(here)
+	ref := exec.Command(node, filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), host)
+	refSession := connect(ref)
+
+	const file = "workspace/walk.go"
+	size, _ := os.Stat(filepath.Join(host, file))
+	ok(t, cfsSession, "read", map[string]any{"file_path": "/" + file}) // edit needs it
+	ok(t, localSession, "read", map[string]any{"file_path": "/" + file})
+	type step func(i int) (string, map[string]any)
+	toggle := func(i int) (string, string) {
+		if i%2 == 0 {
+			return "const op = \"glob\"", "const op = \"glob\" // benched"
+		}
+		return "const op = \"glob\" // benched", "const op = \"glob\""
+	}
+	small, _ := os.Stat(filepath.Join(host, "workspace/api.go"))
+	rows := []struct {
+		tool     string
+		cfs, ref step
+	}{
+		{"read (workspace/api.go, " + strconv.FormatInt(small.Size(), 10) + " bytes)",
+			func(int) (string, map[string]any) { return "read", map[string]any{"file_path": "/workspace/api.go"} },
+			func(int) (string, map[string]any) {
+				return "read_text_file", map[string]any{"path": filepath.Join(host, "workspace/api.go")}
+			}},
+		{"read (" + file + ", " + strconv.FormatInt(size.Size()>>10, 10) + " KiB)",
+			func(int) (string, map[string]any) { return "read", map[string]any{"file_path": "/" + file} },
+			func(int) (string, map[string]any) {
+				return "read_text_file", map[string]any{"path": filepath.Join(host, file)}
+			}},
+		{"edit (one unique string, diff back)",
+			func(i int) (string, map[string]any) {
+				o, nw := toggle(i)
+				return "edit", map[string]any{"file_path": "/" + file, "old_string": o, "new_string": nw}
+			},
+			func(i int) (string, map[string]any) {
+				o, nw := toggle(i)
+				return "edit_file", map[string]any{"path": filepath.Join(host, file), "edits": []any{map[string]any{"oldText": o, "newText": nw}}}
+			}},
+		{"write (2 KiB, a file the session wrote)",
+			func(i int) (string, map[string]any) {
+				return "write", map[string]any{"file_path": "/bench/w.txt", "content": strings.Repeat(strconv.Itoa(i%10), 2048)}
+			},
+			func(i int) (string, map[string]any) {
+				return "write_file", map[string]any{"path": filepath.Join(host, "bench-w.txt"), "content": strings.Repeat(strconv.Itoa(i%10), 2048)}
+			}},
+		{fmt.Sprintf("glob **/*.go (%d files in the tree)", files),
+			func(int) (string, map[string]any) { return "glob", map[string]any{"pattern": "**/*.go"} },
+			func(int) (string, map[string]any) {
+				return "search_files", map[string]any{"path": host, "pattern": "**/*.go"}
+			}},
+		{"grep `func \\w+\\(` (files with matches)",
+			func(int) (string, map[string]any) {
+				return "grep", map[string]any{"pattern": `func \w+\(`, "output_mode": "files_with_matches"}
+			}, nil},
+		{"ls /workspace (a directory of 19 files)",
+			func(int) (string, map[string]any) { return "ls", map[string]any{"path": "/workspace"} },
+			func(int) (string, map[string]any) {
+				return "list_directory", map[string]any{"path": filepath.Join(host, "workspace")}
+			}},
+	}
+	// The servers take turns, call by call, so that the machine's load
+	// weighs on each alike.
+	type target struct {
+		cs   *mcp.ClientSession
+		step step
+		d    []time.Duration
+	}
+	measure := func(ts ...*target) {
+		for i := -20; i < n; i++ {
+			for _, tg := range ts {
+				name, args := tg.step(i + 20)
+				t0 := time.Now()
+				res, err := tg.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+				el := time.Since(t0)
+				if err != nil || res.IsError {
+					t.Fatalf("%s %v: %v %v", name, args, err, toCall(t, res).text)
+				}
+				if i >= 0 {
+					tg.d = append(tg.d, el)
+				}
+			}
+		}
+	}
+	pct := func(d []time.Duration) (time.Duration, time.Duration) {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)/2], d[len(d)*99/100]
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "| tool | computerfs mcp, warm daemon: p50 | p99 | computerfs mcp, store in process: p50 | p99 | reference server: p50 | p99 | p50, daemon / reference |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		d, l := &target{cs: cfsSession, step: r.cfs}, &target{cs: localSession, step: r.cfs}
+		if r.ref == nil {
+			measure(d, l)
+			d50, d99 := pct(d.d)
+			l50, l99 := pct(l.d)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | (no such tool) | | |\n", r.tool, ms(d50), ms(d99), ms(l50), ms(l99))
+			continue
+		}
+		ref := &target{cs: refSession, step: r.ref}
+		measure(d, l, ref)
+		d50, d99 := pct(d.d)
+		l50, l99 := pct(l.d)
+		r50, r99 := pct(ref.d)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", r.tool, ms(d50), ms(d99), ms(l50), ms(l99), ms(r50), ms(r99), float64(d50)/float64(r50))
+	}
+	t.Logf("%d calls per tool and server after 20 warm-up calls, over stdio, in ms:\n%s", n, b.String())
+	if out := os.Getenv("CFS_MCP_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/workspace"
+)
+
+func TestGlobNewestFirst(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	for i, p := range []string{"/src/old.go", "/src/sub/mid.go", "/src/new.go", "/src/readme.md"} {
+		l.put(t, p, "x\n")
+		mt := time.Unix(1_700_000_000+int64(i)*100, 0)
+		if _, err := l.ws.SetAttr(context.Background(), p, workspace.SetAttrOptions{Mtime: &mt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"pattern": "**/*.go"}, "/src/new.go\n/src/sub/mid.go\n/src/old.go"},
+		{map[string]any{"pattern": "*.go", "path": "/src"}, "/src/new.go\n/src/old.go"},
+		{map[string]any{"pattern": "**/*.{go,md}", "path": "/src"}, "/src/readme.md\n/src/new.go\n/src/sub/mid.go\n/src/old.go"},
+		{map[string]any{"pattern": "**/*.rs"}, "No files found"},
+		{map[string]any{"pattern": "src/*"}, "/src/readme.md\n/src/new.go\n/src/old.go"}, // files only
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			c := ok(t, l.cs, "glob", tc.args)
+			if c.text != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", c.text, tc.want)
+			}
+		})
+	}
+	fails(t, l.cs, "glob", map[string]any{"pattern": "*", "path": "/nope"}, "no such file")
+	fails(t, l.cs, "glob", map[string]any{"pattern": "[a"}, "glob")
+}
+
+func TestGrep(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	l.put(t, "/src/a.go", "package a\n// TODO one\nfunc A() {}\n// todo two\n")
+	l.put(t, "/src/b.ts", "const b = 1 // TODO three\n")
+	l.put(t, "/src/c.js", "let c\n")
+	l.put(t, "/doc/x.md", "first\nsecond TODO\nthird\nfourth\nfifth\n")
+	l.put(t, "/bin/blob", "TODO\x00\x01")
+	l.put(t, "/multi.txt", "begin\n  middle\nend\nbegin\nend\n")
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"files by default", map[string]any{"pattern": "TODO"}, "/doc/x.md\n/src/a.go\n/src/b.ts\n[1 binary files skipped]"},
+		{"content numbered", map[string]any{"pattern": "TODO", "path": "/src", "output_mode": "content"}, "/src/a.go:2:// TODO one\n/src/b.ts:1:const b = 1 // TODO three"},
+		{"content unnumbered", map[string]any{"pattern": "TODO", "path": "/src/a.go", "output_mode": "content", "-n": false}, "/src/a.go:// TODO one"},
+		{"ignore case", map[string]any{"pattern": "todo", "-i": true, "path": "/src", "output_mode": "count"}, "/src/a.go:2\n/src/b.ts:1"},
+		{"regex", map[string]any{"pattern": `func\s+\w+\(`, "output_mode": "content"}, "/src/a.go:3:func A() {}\n[1 binary files skipped]"},
+		{"glob", map[string]any{"pattern": "TODO", "glob": "*.{ts,js}"}, "/src/b.ts"},
+		{"glob excluded", map[string]any{"pattern": "TODO", "glob": "!*.go", "path": "/src"}, "/src/b.ts"},
+		{"type", map[string]any{"pattern": "TODO", "type": "go"}, "/src/a.go"},
+		{"context", map[string]any{"pattern": "second", "path": "/doc", "output_mode": "content", "-C": 1}, "/doc/x.md-1-first\n/doc/x.md:2:second TODO\n/doc/x.md-3-third"},
+		{"after", map[string]any{"pattern": "second", "path": "/doc", "output_mode": "content", "-A": 2}, "/doc/x.md:2:second TODO\n/doc/x.md-3-third\n/doc/x.md-4-fourth"},
+		{"head_limit", map[string]any{"pattern": "TODO", "head_limit": 1}, "/doc/x.md\n[results cut at 1: pass offset=1 for more, or narrow the search]\n[1 binary files skipped]"},
+		{"offset", map[string]any{"pattern": "TODO", "head_limit": 1, "offset": 2}, "/src/b.ts\n[1 binary files skipped]"},
+		{"none", map[string]any{"pattern": "nothing here"}, "No matches found\n[1 binary files skipped]"},
+		{"multiline", map[string]any{"pattern": `begin.*?end`, "multiline": true, "path": "/multi.txt", "output_mode": "content"}, "/multi.txt:1:begin\n/multi.txt:2:  middle\n/multi.txt:3:end\n/multi.txt:4:begin\n/multi.txt:5:end"},
+		{"multiline count", map[string]any{"pattern": `begin\n\s+middle`, "multiline": true, "output_mode": "count"}, "/multi.txt:1\n[1 binary files skipped]"},
+		{"multiline files", map[string]any{"pattern": `one.func`, "multiline": true, "type": "go"}, "/src/a.go"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok(t, l.cs, "grep", tc.args)
+			if c.text != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", c.text, tc.want)
+			}
+		})
+	}
+	fails(t, l.cs, "grep", map[string]any{"pattern": "(", "path": "/src"}, "grep /src")
+	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "type": "cobol"}, "unknown type", "go, ")
+	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "output_mode": "lines"}, "want content, files_with_matches or count")
+	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "glob": "*.go", "type": "go"}, "not both")
+}
+
+func TestLs(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	l.put(t, "/p/main.go", "package main\n")
+	l.put(t, "/p/node_modules/x/y.js", "y\n")
+	l.put(t, "/p/a.o", "obj")
+	if err := l.ws.Symlink(context.Background(), "main.go", "/p/link"); err != nil {
+		t.Fatal(err)
+	}
+	c := ok(t, l.cs, "ls", map[string]any{"path": "/p", "ignore": []string{"node_modules", "*.o"}})
+	want := "/p\n  symlink          -  link -> main.go\n  file            13  main.go\n[2 entries ignored]"
+	if c.text != want {
+		t.Errorf("got\n%s\nwant\n%s", c.text, want)
+	}
+	c = ok(t, l.cs, "ls", map[string]any{"path": "/p"})
+	if !strings.HasPrefix(c.text, "/p\n  dir              -  node_modules/\n") {
+		t.Errorf("directories first:\n%s", c.text)
+	}
+	entries, _ := c.data["entries"].([]any)
+	if len(entries) != 4 {
+		t.Errorf("structured entries %v", c.data)
+	}
+	c = ok(t, l.cs, "ls", nil)
+	if !strings.Contains(c.text, "dir              -  p/") {
+		t.Errorf("root:\n%s", c.text)
+	}
+	fails(t, l.cs, "ls", map[string]any{"path": "/nope"}, "no such file")
+	fails(t, l.cs, "ls", map[string]any{"path": "/p", "ignore": []string{"["}}, "ignore pattern")
+}
