@@ -23,11 +23,8 @@ import (
 // count the chunks it keeps, and gc frees none of them.
 func TestSnapshotView(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := openSmallChunks(t)
+	var err error
 	c := Caller{}
 	mk := func(parent Ino, name string, data []byte) Attr { return putFile(t, f, parent, name, data) }
 	dir, err := f.Create(c, RootIno, "dir", NewNode{Mode: syscall.S_IFDIR | 0o755})
@@ -210,11 +207,8 @@ func manifest(t *testing.T, f *FS) string {
 // undone changes used.
 func TestRestoreSnapshot(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := openSmallChunks(t)
+	var err error
 	c := Caller{}
 	write := func(parent Ino, name string, data []byte) Attr { return putFile(t, f, parent, name, data) }
 	dir, _ := f.Create(c, RootIno, "dir", NewNode{Mode: syscall.S_IFDIR | 0o755})
@@ -321,11 +315,7 @@ func TestRestoreWorker(t *testing.T) {
 // snapshot or the other, never a mix, and a store fsck finds clean.
 func TestRestoreKill(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := openSmallChunks(t)
 	c := Caller{}
 	files := func(gen byte) {
 		for i := range 30 {
@@ -390,11 +380,8 @@ func TestRestoreKill(t *testing.T) {
 // store fsck finds clean.
 func TestDeleteSnapshot(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := openSmallChunks(t)
+	var err error
 	a, _ := f.Create(Caller{}, RootIno, "a", NewNode{Mode: syscall.S_IFREG | 0o644})
 	put := func(b byte) {
 		f.Open(a.Ino)
@@ -455,11 +442,8 @@ func TestDeleteSnapshot(t *testing.T) {
 // two snapshots and between a snapshot and the last commit, by path.
 func TestDiffSnapshots(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := openSmallChunks(t)
+	var err error
 	c := Caller{}
 	put := func(parent Ino, name, data string) Attr { return putFile(t, f, parent, name, []byte(data)) }
 	dir, _ := f.Create(c, RootIno, "src", NewNode{Mode: syscall.S_IFDIR | 0o755})
@@ -526,4 +510,16 @@ func putFile(t testing.TB, f *FS, parent Ino, name string, data []byte) Attr {
 	}
 	f.Release(a.Ino)
 	return a
+}
+
+// openSmallChunks opens a new workspace of 4 KiB chunks in a temporary
+// directory, and returns it and its store's path.
+func openSmallChunks(t testing.TB) (*FS, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, path
 }
