@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
@@ -64,6 +65,11 @@ type Result struct {
 	Changes          []workspace.Change
 	ChangesTruncated bool
 	Start            time.Time
+	// Before and After are the workspace's states (commit epochs) the
+	// exec started from and left: After == Before when it changed
+	// nothing, 0 when no checkpoint could be taken. `computerfs undo ID`
+	// reverts what changed between them.
+	Before, After uint64
 }
 
 // Host-side bounds, whatever a backend describes.
@@ -274,6 +280,12 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		ExecId: res.ID, Argv: argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
+	// The checkpoint before: what is pending is committed, and the state
+	// the exec starts from is pinned, so that undo can put it back.
+	cp, err := r.opts.WS.BeginExec(ctx, execID)
+	if err != nil {
+		return nil, fmt.Errorf("exec %s: %w", execID, err)
+	}
 	before := r.opts.WS.LastChange()
 	b.mu.Lock()
 	b.execs++
@@ -281,12 +293,45 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 
 	res.Exit, res.Result = r.run(ctx, b, pc, start, limits, req, stdout, stderr)
 
-	if ch, err := r.opts.WS.Changes(ctx, before, maxChanges); err == nil {
+	// The exec has ended even if its caller has gone: record it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if ch, err := r.opts.WS.Changes(rctx, before, maxChanges); err == nil {
 		res.Changes = ch.Changes
 		res.ChangesTruncated = ch.Next < ch.Last && len(ch.Changes) == maxChanges
 	}
+	cmd := req.File
+	if cmd == "" {
+		cmd = scriptOf(req.Argv)
+	}
+	rec, err := r.opts.WS.EndExec(rctx, cp, fs.ExecRecord{
+		Backend: id, Command: cmd, Exit: ExitStatus(res.Exit), Paths: changedPaths(res.Changes), PathsTruncated: res.ChangesTruncated,
+	})
+	if err != nil {
+		r.log.Error("exec checkpoint after", "id", execID, "err", err)
+	} else {
+		res.Before, res.After = rec.Before, rec.After
+	}
 	r.record(res)
 	return res, nil
+}
+
+// recordTimeout bounds the commit that records an exec's end.
+const recordTimeout = time.Minute
+
+// changedPaths are the paths changes name, each once, in order.
+func changedPaths(changes []workspace.Change) []string {
+	paths := make([]string, 0, len(changes))
+	seen := map[string]bool{}
+	for _, c := range changes {
+		for _, p := range []string{c.Path, c.NewPath} {
+			if p != "" && !seen[p] {
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths
 }
 
 func buildEnv(pol BackendPolicy, reqEnv map[string]string) (map[string]string, error) {
@@ -616,16 +661,7 @@ func (r *Runtime) NewExecID() string {
 
 // record logs the exec and appends it to the exec log.
 func (r *Runtime) record(res *Result) {
-	paths := make([]string, 0, len(res.Changes))
-	seen := map[string]bool{}
-	for _, c := range res.Changes {
-		for _, p := range []string{c.Path, c.NewPath} {
-			if p != "" && !seen[p] {
-				seen[p] = true
-				paths = append(paths, p)
-			}
-		}
-	}
+	paths := changedPaths(res.Changes)
 	r.log.Info("exec", "id", res.ID, "backend", res.Backend, "reason", res.Reason,
 		"exit", ExitStatus(res.Exit), "duration", time.Duration(res.Exit.DurationNs), "changed", len(paths), "why_ended", res.Exit.Reason)
 	if r.opts.OnExec != nil {
@@ -639,6 +675,7 @@ func (r *Runtime) record(res *Result) {
 		"exit": ExitStatus(res.Exit), "exit_code": res.Exit.ExitCode, "signal": res.Exit.Signal, "timed_out": res.Exit.TimedOut,
 		"truncated": res.Exit.Truncated, "oom_killed": res.Exit.OomKilled, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
 		"changed": paths, "changes_truncated": res.ChangesTruncated,
+		"before_epoch": res.Before, "after_epoch": res.After, "undoable": res.After > res.Before,
 	}
 	line, _ := json.Marshal(rec)
 	r.logMu.Lock()

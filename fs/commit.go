@@ -30,6 +30,10 @@ type snapshot struct {
 	stored map[Ino]int64
 	// epoch is set by apply: the commit's epoch.
 	epoch uint64
+	// cps are the exec checkpoint ops that ride with this commit, and
+	// cpRecords the count of records after it (set by apply).
+	cps       []cpOp
+	cpRecords int
 }
 
 type inodeSnap struct {
@@ -137,12 +141,16 @@ func (f *FS) commitOnce() {
 		return
 	}
 	snap := f.takeSnapshotLocked()
-	if snap.empty() {
+	if snap.empty() && !f.cps.hasRecords() {
 		f.snapDone = snap.seq
 		f.cond.Broadcast()
 		f.mu.Unlock()
 		return
 	}
+	// Exec pins ride with a commit that happens anyway (or one a record
+	// asks for): taken only now, so that an empty snapshot drops none.
+	snap.cps, f.cps.pending = f.cps.pending, nil
+	snap.cpRecords = f.cps.records
 	f.mu.Unlock()
 
 	var st chunkstore.Stats
@@ -166,6 +174,7 @@ func (f *FS) commitOnce() {
 	}
 	f.used = st.UniqueBytes
 	f.epoch = snap.epoch
+	f.cps.records = snap.cpRecords
 	f.cleanAfterCommitLocked(snap)
 }
 
@@ -176,6 +185,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	// Every record this commit writes is born at its epoch.
 	epoch := f.epoch + 1
 	tx.SetEpoch(epoch)
+	// Exec pins first: this commit's recorder must keep what they pin.
+	var err error
+	if snap.cpRecords, err = writeCheckpointsTx(tx, snap.cps, snap.cpRecords); err != nil {
+		return fmt.Errorf("exec checkpoints: %w", err)
+	}
 	rec, err := versions.Attach(tx.Tx, epoch)
 	if err != nil {
 		return err

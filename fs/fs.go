@@ -124,6 +124,7 @@ type FS struct {
 	used     uint64 // unique plaintext bytes stored, as of the last commit
 	broken   error  // set when a commit failed: the workspace turns read-only
 	jn       journal
+	cps      checkpoints // exec checkpoints (checkpoint.go)
 
 	// buffers
 	freeBufs [][]byte
@@ -330,6 +331,9 @@ func (f *FS) load(opts Options) error {
 		}
 		if len(orphans) > 0 {
 			f.log.Info("purged orphaned inodes", "count", len(orphans))
+		}
+		if f.cps.records, err = countCheckpoints(tx); err != nil {
+			return err
 		}
 		st, err := tx.Stats()
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
-	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
 )
 
@@ -35,6 +34,10 @@ func encodeSnapshot(s Snapshot) []byte {
 }
 
 func decodeSnapshot(name string, b []byte) (Snapshot, error) {
+	if isCheckpointKey([]byte(name)) {
+		// An exec checkpoint's record (checkpoint.go), never a snapshot's.
+		return Snapshot{}, fmt.Errorf("snapshot %q: %w", name, ErrNoSnapshot)
+	}
 	if len(b) != 16 {
 		return Snapshot{}, fmt.Errorf("snapshot %q: %w: %d bytes", name, errBadRecord, len(b))
 	}
@@ -86,6 +89,9 @@ func (f *FS) Snapshots() ([]Snapshot, error) {
 	var out []Snapshot
 	err := f.view(func(tx *chunkstore.Tx) error {
 		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			if isCheckpointKey(k) {
+				return nil
+			}
 			s, err := decodeSnapshot(string(k), v)
 			if err != nil {
 				return err
@@ -247,122 +253,42 @@ type RestoreReport struct {
 // in one commit: every record changed since gets its version then back,
 // and what did not exist then is removed. It costs in proportion to
 // what changed since the snapshot, not to the workspace. The snapshot
-// stays; later snapshots stay too, and keep what they saw.
+// stays; later snapshots stay too, and keep what they saw. FS.Restore
+// does the same on a served workspace.
 func RestoreSnapshot(store *chunkstore.Store, name string) (*RestoreReport, error) {
+	return RestoreSnapshotPaths(store, name, nil)
+}
+
+// RestoreSnapshotPaths is RestoreSnapshot limited to the files under
+// paths (at the snapshot or now), as FS.Restore's RestoreOptions.Paths.
+func RestoreSnapshotPaths(store *chunkstore.Store, name string, paths []string) (*RestoreReport, error) {
 	start := time.Now()
 	rep := &RestoreReport{}
 	err := store.Update(func(tx *chunkstore.Tx) error {
-		v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
+		snap, err := snapshotEpoch(tx, name)
 		if err != nil {
 			return err
 		}
-		if v == nil {
-			return fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
-		}
-		snap, err := decodeSnapshot(name, v)
+		epoch, err := beginRewindTx(tx)
 		if err != nil {
 			return err
 		}
-		ev, err := tx.Sealed(bucketMeta).Get(keyEpoch)
+		plan, err := restorePlan(tx, snap.Epoch, paths)
 		if err != nil {
 			return err
 		}
-		last, _ := u64(ev)
-		epoch := last + 1
-		tx.SetEpoch(epoch)
-		rec, err := versions.NewRecorder(tx.Tx, epoch)
+		eff, err := applyRewind(tx, plan, nil)
 		if err != nil {
 			return err
 		}
-		tx.SetRecorder(rec)
-		type change struct {
-			bucket []byte
-			key    []byte
-		}
-		seen := make(map[string]bool)
-		var todo []change
-		err = versions.Changed(tx.Tx, snap.Epoch, func(id byte, key []byte) error {
-			bn := versions.Name(id)
-			if bn == "" {
-				return fmt.Errorf("change of unknown bucket id %d: %w", id, errBadRecord)
-			}
-			if k := string(id) + string(key); !seen[k] {
-				seen[k] = true
-				todo = append(todo, change{[]byte(bn), bytes.Clone(key)})
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		at := versions.NewAt(tx.Tx, snap.Epoch)
-		var ref, unref []chunkstore.ID
-		for _, c := range todo {
-			then, err := at.Get(c.bucket, c.key)
-			if err != nil {
-				return err
-			}
-			then = bytes.Clone(then)
-			b := tx.Sealed(c.bucket)
-			now, err := b.Get(c.key)
-			if err != nil {
-				return err
-			}
-			if then == nil && now == nil {
-				continue
-			}
-			if then != nil && now != nil && bytes.Equal(then, now) {
-				continue
-			}
-			chunks := bytes.Equal(c.bucket, bucketChunks)
-			var kept bool
-			if then == nil {
-				kept, err = b.DeleteKept(c.key)
-			} else {
-				kept, err = b.PutKept(c.key, then)
-			}
-			if err != nil {
-				return err
-			}
-			if chunks {
-				if now != nil && len(now) == chunkstore.IDSize && !kept {
-					unref = append(unref, chunkstore.ID(now))
-				}
-				if then != nil && len(then) == chunkstore.IDSize {
-					ref = append(ref, chunkstore.ID(then))
-				}
-			}
-			rep.Records++
-		}
-		// An inode put back linked must not be purged as an orphan of
-		// the state it replaced.
-		for _, c := range todo {
-			if bytes.Equal(c.bucket, bucketInodes) {
-				if v, err := tx.Sealed(bucketInodes).Get(c.key); err == nil && v != nil {
-					if a, _, err := decodeInode(keyIno(c.key), v); err == nil && a.Nlink > 0 {
-						if err := tx.Sealed(bucketOrphans).Delete(c.key); err != nil {
-							return err
-						}
-					}
-				}
-			}
-		}
-		// References: the new ones first, so that a chunk moving from
-		// one record to another survives.
-		for _, id := range ref {
-			if err := tx.Ref(id); err != nil {
-				return fmt.Errorf("restore %s: a chunk the snapshot needs: %w", name, err)
-			}
-		}
-		for _, id := range unref {
-			if err := tx.Unref(id); err != nil {
-				return err
-			}
-		}
-		return tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(epoch)))
+		rep.Records = eff.records
+		return endRewindTx(tx, epoch)
 	})
 	rep.Seconds = time.Since(start).Seconds()
-	return rep, err
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", name, err)
+	}
+	return rep, nil
 }
 
 // ListSnapshots lists the snapshots of a store, open or not.
@@ -370,6 +296,9 @@ func ListSnapshots(store *chunkstore.Store) ([]Snapshot, error) {
 	var out []Snapshot
 	err := store.View(func(tx *chunkstore.Tx) error {
 		return tx.Sealed(bucketSnapshots).ForEach(func(k, v []byte) error {
+			if isCheckpointKey(k) {
+				return nil
+			}
 			s, err := decodeSnapshot(string(k), v)
 			if err != nil {
 				return err
@@ -412,18 +341,7 @@ func DeleteSnapshot(store *chunkstore.Store, name string) (*DeleteSnapshotReport
 		if err := tx.Bucket(versions.BucketSnapEpochs).Delete(append(binary.BigEndian.AppendUint64(nil, snap.Epoch), name...)); err != nil {
 			return err
 		}
-		_, err = versions.Unpinned(tx.Tx, func(id byte, key, sealedVal []byte) error {
-			rep.Versions++
-			if versions.Name(id) != string(bucketChunks) {
-				return nil
-			}
-			val, err := sealed.Open(bucketChunks, key, sealedVal)
-			if err != nil || len(val) != chunkstore.IDSize {
-				return nil // a damaged version: its reference stays (fsck)
-			}
-			rep.Chunks++
-			return tx.Unref(chunkstore.ID(val))
-		})
+		rep.Versions, rep.Chunks, err = dropUnpinned(tx)
 		return err
 	})
 	return rep, err

@@ -15,6 +15,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,6 +27,9 @@ import (
 // them.
 type DaemonOptions struct {
 	FS *fs.FS
+	// WS is the file API on FS whose notifier tells the mount what
+	// changed: restore and undo go through it. Nil: they are refused.
+	WS *workspace.WS
 	// Mountpoint is the workspace's FUSE mount, "" when served without.
 	Mountpoint string
 	// Started is when the daemon started.

@@ -243,7 +243,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		}
 		undo = append(undo, func() { closeMetrics(ctx, e, msrv) })
 	}
-	dopts := wsrpc.DaemonOptions{FS: f, Mountpoint: absMnt, Started: started, CommitInterval: commitInterval, ExecLog: execLogPath(ws), Backends: listBackends}
+	dopts := wsrpc.DaemonOptions{FS: f, WS: api, Mountpoint: absMnt, Started: started, CommitInterval: commitInterval, ExecLog: execLogPath(ws), Backends: listBackends}
 	if msrv != nil {
 		dopts.MetricsAddr = msrv.Addr()
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -12,9 +13,9 @@ import (
 )
 
 // cmdSnapshot is computerfs snapshot create|list|rm|restore|diff WS [NAME [OTHER]]:
-// named, read-only states of a workspace (fs/SNAPSHOTS.md). create, list
-// and rm go through the daemon of a served workspace; restore needs the
-// workspace closed.
+// named, read-only states of a workspace (fs/SNAPSHOTS.md). Each goes
+// through the daemon of a served workspace (restore live, in one
+// commit), or opens the store itself when none serves it.
 func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	var asJSON bool
 	fl, err := parse(e, "snapshot", args, func(fl *flag.FlagSet) {
@@ -25,7 +26,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	}
 	op := fl.Arg(0)
 	want := map[string]int{"create": 3, "list": 2, "rm": 3, "restore": 3, "diff": 3}[op]
-	if want == 0 || fl.NArg() != want && !(op == "diff" && fl.NArg() == 4) {
+	if want == 0 || fl.NArg() != want && !(op == "diff" && fl.NArg() == 4) && !(op == "restore" && fl.NArg() > want) {
 		fl.Usage()
 		return exitCode(2)
 	}
@@ -167,19 +168,43 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	case "restore":
+		paths := fl.Args()[3:]
+		var rep *fs.RewindReport
 		if d != nil {
-			return fmt.Errorf("restore %s: the workspace is served by its daemon; unmount it first (a live restore is not built yet)", ws)
+			// Live: the daemon puts the records back in one commit and
+			// the mount forgets what it cached of them.
+			if rep, err = d.Restore(ctx, name, paths); err != nil {
+				return err
+			}
+		} else {
+			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true})
+			if err != nil {
+				return err
+			}
+			r, err := fs.RestoreSnapshotPaths(st, name, paths)
+			if cerr := st.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			rep = &fs.RewindReport{Records: r.Records, Seconds: r.Seconds}
 		}
-		st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true})
-		if err != nil {
-			return err
+		if asJSON {
+			if rep.Paths == nil {
+				rep.Paths = []string{}
+			}
+			printJSON(e, rep)
+			return nil
 		}
-		defer st.Close()
-		rep, err := fs.RestoreSnapshot(st, name)
-		if err != nil {
-			return err
+		what := "snapshot " + name
+		if len(paths) > 0 {
+			what = fmt.Sprintf("snapshot %s (%s)", name, strings.Join(paths, ", "))
 		}
-		fmt.Fprintf(e.stdout, "restored %s to snapshot %s: %d records in %.3fs\n", ws, name, rep.Records, rep.Seconds)
+		fmt.Fprintf(e.stdout, "restored %s to %s: %d records in %.3fs\n", ws, what, rep.Records, rep.Seconds)
+		for _, p := range rep.Paths {
+			fmt.Fprintf(e.stdout, "  %s\n", p)
+		}
 	}
 	return nil
 }

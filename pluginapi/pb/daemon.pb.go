@@ -27,6 +27,392 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RestoreRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Paths         []string               `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRequest) Reset() {
+	*x = RestoreRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRequest) ProtoMessage() {}
+
+func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
+func (*RestoreRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RestoreRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *RestoreRequest) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+type UndoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Exec          string                 `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	Force         bool                   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UndoRequest) Reset() {
+	*x = UndoRequest{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndoRequest) ProtoMessage() {}
+
+func (x *UndoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
+func (*UndoRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UndoRequest) GetExec() string {
+	if x != nil {
+		return x.Exec
+	}
+	return ""
+}
+
+func (x *UndoRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// RewindResponse is fs.RewindReport, and for an undo the exec's record.
+type RewindResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       int64                  `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
+	Paths         []string               `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seconds       float64                `protobuf:"fixed64,4,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Exec          *ExecRecord            `protobuf:"bytes,5,opt,name=exec,proto3" json:"exec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindResponse) Reset() {
+	*x = RewindResponse{}
+	mi := &file_daemon_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindResponse) ProtoMessage() {}
+
+func (x *RewindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
+func (*RewindResponse) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RewindResponse) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *RewindResponse) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *RewindResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *RewindResponse) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *RewindResponse) GetExec() *ExecRecord {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+type ExecsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecsRequest) Reset() {
+	*x = ExecsRequest{}
+	mi := &file_daemon_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecsRequest) ProtoMessage() {}
+
+func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecsRequest.ProtoReflect.Descriptor instead.
+func (*ExecsRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{3}
+}
+
+// ExecRecord is fs.ExecRecord.
+type ExecRecord struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Before         uint64                 `protobuf:"varint,2,opt,name=before,proto3" json:"before,omitempty"`
+	After          uint64                 `protobuf:"varint,3,opt,name=after,proto3" json:"after,omitempty"`
+	StartUnixNs    int64                  `protobuf:"varint,4,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	EndUnixNs      int64                  `protobuf:"varint,5,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
+	Backend        string                 `protobuf:"bytes,6,opt,name=backend,proto3" json:"backend,omitempty"`
+	Command        string                 `protobuf:"bytes,7,opt,name=command,proto3" json:"command,omitempty"`
+	Exit           int32                  `protobuf:"varint,8,opt,name=exit,proto3" json:"exit,omitempty"`
+	Paths          []string               `protobuf:"bytes,9,rep,name=paths,proto3" json:"paths,omitempty"`
+	PathsTruncated bool                   `protobuf:"varint,10,opt,name=paths_truncated,json=pathsTruncated,proto3" json:"paths_truncated,omitempty"`
+	UndoneUnixNs   int64                  `protobuf:"varint,11,opt,name=undone_unix_ns,json=undoneUnixNs,proto3" json:"undone_unix_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ExecRecord) Reset() {
+	*x = ExecRecord{}
+	mi := &file_daemon_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRecord) ProtoMessage() {}
+
+func (x *ExecRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRecord.ProtoReflect.Descriptor instead.
+func (*ExecRecord) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExecRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExecRecord) GetBefore() uint64 {
+	if x != nil {
+		return x.Before
+	}
+	return 0
+}
+
+func (x *ExecRecord) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *ExecRecord) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *ExecRecord) GetEndUnixNs() int64 {
+	if x != nil {
+		return x.EndUnixNs
+	}
+	return 0
+}
+
+func (x *ExecRecord) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *ExecRecord) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *ExecRecord) GetExit() int32 {
+	if x != nil {
+		return x.Exit
+	}
+	return 0
+}
+
+func (x *ExecRecord) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *ExecRecord) GetPathsTruncated() bool {
+	if x != nil {
+		return x.PathsTruncated
+	}
+	return false
+}
+
+func (x *ExecRecord) GetUndoneUnixNs() int64 {
+	if x != nil {
+		return x.UndoneUnixNs
+	}
+	return 0
+}
+
+type ExecsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Execs         []*ExecRecord          `protobuf:"bytes,1,rep,name=execs,proto3" json:"execs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecsResponse) Reset() {
+	*x = ExecsResponse{}
+	mi := &file_daemon_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecsResponse) ProtoMessage() {}
+
+func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecsResponse.ProtoReflect.Descriptor instead.
+func (*ExecsResponse) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ExecsResponse) GetExecs() []*ExecRecord {
+	if x != nil {
+		return x.Execs
+	}
+	return nil
+}
+
 type SnapshotRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`       // "create", "list", "delete" or "diff"
@@ -38,7 +424,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -50,7 +436,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -63,7 +449,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SnapshotRequest) GetOp() string {
@@ -103,7 +489,7 @@ type DiffEntry struct {
 
 func (x *DiffEntry) Reset() {
 	*x = DiffEntry{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -115,7 +501,7 @@ func (x *DiffEntry) String() string {
 func (*DiffEntry) ProtoMessage() {}
 
 func (x *DiffEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -128,7 +514,7 @@ func (x *DiffEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffEntry.ProtoReflect.Descriptor instead.
 func (*DiffEntry) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DiffEntry) GetKind() string {
@@ -191,7 +577,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +589,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +602,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SnapshotInfo) GetName() string {
@@ -252,7 +638,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +650,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +663,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
@@ -317,7 +703,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +715,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +728,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -365,7 +751,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +763,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +776,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -429,7 +815,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +827,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +840,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -512,7 +898,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +910,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +923,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -577,7 +963,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +975,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +988,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -625,7 +1011,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +1023,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +1036,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -696,7 +1082,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +1094,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +1107,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -803,7 +1189,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +1201,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1214,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -979,7 +1365,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1377,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1390,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -1022,7 +1408,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1420,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1433,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -1100,7 +1486,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1498,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1511,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{20}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -1143,7 +1529,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1541,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1554,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -1221,7 +1607,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1619,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1632,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{16}
+	return file_daemon_proto_rawDescGZIP(), []int{22}
 }
 
 // GCResponse is fs.GCReport.
@@ -1263,7 +1649,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1661,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1674,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{17}
+	return file_daemon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -1336,7 +1722,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1734,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1747,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{18}
+	return file_daemon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -1388,7 +1774,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1786,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1799,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{19}
+	return file_daemon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -1434,7 +1820,36 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"K\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"B\n" +
+	"\x0eRestoreRequest\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x14\n" +
+	"\x05paths\x18\x02 \x03(\tR\x05paths\"7\n" +
+	"\vUndoRequest\x12\x12\n" +
+	"\x04exec\x18\x01 \x01(\tR\x04exec\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x9f\x01\n" +
+	"\x0eRewindResponse\x12\x18\n" +
+	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
+	"\x05paths\x18\x02 \x03(\tR\x05paths\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12-\n" +
+	"\x04exec\x18\x05 \x01(\v2\x19.computerfs.v1.ExecRecordR\x04exec\"\x0e\n" +
+	"\fExecsRequest\"\xbb\x02\n" +
+	"\n" +
+	"ExecRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06before\x18\x02 \x01(\x04R\x06before\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\x04R\x05after\x12\"\n" +
+	"\rstart_unix_ns\x18\x04 \x01(\x03R\vstartUnixNs\x12\x1e\n" +
+	"\vend_unix_ns\x18\x05 \x01(\x03R\tendUnixNs\x12\x18\n" +
+	"\abackend\x18\x06 \x01(\tR\abackend\x12\x18\n" +
+	"\acommand\x18\a \x01(\tR\acommand\x12\x12\n" +
+	"\x04exit\x18\b \x01(\x05R\x04exit\x12\x14\n" +
+	"\x05paths\x18\t \x03(\tR\x05paths\x12'\n" +
+	"\x0fpaths_truncated\x18\n" +
+	" \x01(\bR\x0epathsTruncated\x12$\n" +
+	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\"@\n" +
+	"\rExecsResponse\x12/\n" +
+	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"K\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1560,7 +1975,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xe6\x03\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xb6\x05\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
@@ -1568,7 +1983,10 @@ const file_daemon_proto_rawDesc = "" +
 	"\x02GC\x12\x18.computerfs.v1.GCRequest\x1a\x19.computerfs.v1.GCResponse\x12B\n" +
 	"\x05Limit\x12\x1b.computerfs.v1.LimitRequest\x1a\x1c.computerfs.v1.LimitResponse\x12D\n" +
 	"\x05Scrub\x12\x1b.computerfs.v1.ScrubRequest\x1a\x1c.computerfs.v1.ScrubProgress0\x01\x12K\n" +
-	"\bSnapshot\x12\x1e.computerfs.v1.SnapshotRequest\x1a\x1f.computerfs.v1.SnapshotResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\bSnapshot\x12\x1e.computerfs.v1.SnapshotRequest\x1a\x1f.computerfs.v1.SnapshotResponse\x12G\n" +
+	"\aRestore\x12\x1d.computerfs.v1.RestoreRequest\x1a\x1d.computerfs.v1.RewindResponse\x12A\n" +
+	"\x04Undo\x12\x1a.computerfs.v1.UndoRequest\x1a\x1d.computerfs.v1.RewindResponse\x12B\n" +
+	"\x05Execs\x12\x1b.computerfs.v1.ExecsRequest\x1a\x1c.computerfs.v1.ExecsResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -1582,59 +2000,73 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_daemon_proto_goTypes = []any{
-	(*SnapshotRequest)(nil),  // 0: computerfs.v1.SnapshotRequest
-	(*DiffEntry)(nil),        // 1: computerfs.v1.DiffEntry
-	(*SnapshotInfo)(nil),     // 2: computerfs.v1.SnapshotInfo
-	(*SnapshotResponse)(nil), // 3: computerfs.v1.SnapshotResponse
-	(*ScrubRequest)(nil),     // 4: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),    // 5: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),      // 6: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),       // 7: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),    // 8: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),           // 9: computerfs.v1.FuseOp
-	(*Commit)(nil),           // 10: computerfs.v1.Commit
-	(*StatusResponse)(nil),   // 11: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),     // 12: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),    // 13: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),      // 14: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),     // 15: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),        // 16: computerfs.v1.GCRequest
-	(*GCResponse)(nil),       // 17: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),     // 18: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),    // 19: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),      // 20: computerfs.v1.BackendInfo
+	(*RestoreRequest)(nil),   // 0: computerfs.v1.RestoreRequest
+	(*UndoRequest)(nil),      // 1: computerfs.v1.UndoRequest
+	(*RewindResponse)(nil),   // 2: computerfs.v1.RewindResponse
+	(*ExecsRequest)(nil),     // 3: computerfs.v1.ExecsRequest
+	(*ExecRecord)(nil),       // 4: computerfs.v1.ExecRecord
+	(*ExecsResponse)(nil),    // 5: computerfs.v1.ExecsResponse
+	(*SnapshotRequest)(nil),  // 6: computerfs.v1.SnapshotRequest
+	(*DiffEntry)(nil),        // 7: computerfs.v1.DiffEntry
+	(*SnapshotInfo)(nil),     // 8: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 9: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 10: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 11: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 12: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 13: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 14: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 15: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 16: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 17: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 18: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 19: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 20: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 21: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 22: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 23: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 24: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 25: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 26: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	2,  // 0: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
-	1,  // 1: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
-	6,  // 2: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	7,  // 3: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	10, // 4: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	9,  // 5: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	20, // 6: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	7,  // 7: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	7,  // 8: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	8,  // 9: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	12, // 10: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	14, // 11: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	16, // 12: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	18, // 13: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	4,  // 14: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	0,  // 15: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
-	11, // 16: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	13, // 17: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	15, // 18: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	17, // 19: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	19, // 20: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	5,  // 21: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	3,  // 22: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	4,  // 0: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
+	4,  // 1: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
+	8,  // 2: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	7,  // 3: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
+	12, // 4: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	13, // 5: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	16, // 6: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	15, // 7: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	26, // 8: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	13, // 9: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	13, // 10: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	14, // 11: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	18, // 12: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	20, // 13: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	22, // 14: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	24, // 15: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	10, // 16: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	6,  // 17: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	0,  // 18: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
+	1,  // 19: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
+	3,  // 20: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
+	17, // 21: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	19, // 22: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	21, // 23: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	23, // 24: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	25, // 25: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	11, // 26: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	9,  // 27: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	2,  // 28: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
+	2,  // 29: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
+	5,  // 30: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
+	21, // [21:31] is the sub-list for method output_type
+	11, // [11:21] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_daemon_proto_init() }
@@ -1649,7 +2081,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

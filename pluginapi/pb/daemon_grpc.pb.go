@@ -32,6 +32,9 @@ const (
 	Daemon_Limit_FullMethodName    = "/computerfs.v1.Daemon/Limit"
 	Daemon_Scrub_FullMethodName    = "/computerfs.v1.Daemon/Scrub"
 	Daemon_Snapshot_FullMethodName = "/computerfs.v1.Daemon/Snapshot"
+	Daemon_Restore_FullMethodName  = "/computerfs.v1.Daemon/Restore"
+	Daemon_Undo_FullMethodName     = "/computerfs.v1.Daemon/Undo"
+	Daemon_Execs_FullMethodName    = "/computerfs.v1.Daemon/Execs"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -59,6 +62,16 @@ type DaemonClient interface {
 	// Snapshot creates, lists or deletes the workspace's snapshots
 	// (fs/SNAPSHOTS.md). Create commits what is pending first.
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
+	// Restore puts the served workspace back as a snapshot has it (only
+	// the files under paths, if any), in one commit, while it is in use;
+	// the mount forgets what it cached of what changed.
+	Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RewindResponse, error)
+	// Undo reverts the changes of one exec (the last that changed
+	// something, if exec is empty). If later changes touched the same
+	// files it fails with FAILED_PRECONDITION naming them, unless force.
+	Undo(ctx context.Context, in *UndoRequest, opts ...grpc.CallOption) (*RewindResponse, error)
+	// Execs lists the execs the workspace keeps records of, oldest first.
+	Execs(ctx context.Context, in *ExecsRequest, opts ...grpc.CallOption) (*ExecsResponse, error)
 }
 
 type daemonClient struct {
@@ -148,6 +161,36 @@ func (c *daemonClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts .
 	return out, nil
 }
 
+func (c *daemonClient) Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RewindResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RewindResponse)
+	err := c.cc.Invoke(ctx, Daemon_Restore_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonClient) Undo(ctx context.Context, in *UndoRequest, opts ...grpc.CallOption) (*RewindResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RewindResponse)
+	err := c.cc.Invoke(ctx, Daemon_Undo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonClient) Execs(ctx context.Context, in *ExecsRequest, opts ...grpc.CallOption) (*ExecsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExecsResponse)
+	err := c.cc.Invoke(ctx, Daemon_Execs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -173,6 +216,16 @@ type DaemonServer interface {
 	// Snapshot creates, lists or deletes the workspace's snapshots
 	// (fs/SNAPSHOTS.md). Create commits what is pending first.
 	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
+	// Restore puts the served workspace back as a snapshot has it (only
+	// the files under paths, if any), in one commit, while it is in use;
+	// the mount forgets what it cached of what changed.
+	Restore(context.Context, *RestoreRequest) (*RewindResponse, error)
+	// Undo reverts the changes of one exec (the last that changed
+	// something, if exec is empty). If later changes touched the same
+	// files it fails with FAILED_PRECONDITION naming them, unless force.
+	Undo(context.Context, *UndoRequest) (*RewindResponse, error)
+	// Execs lists the execs the workspace keeps records of, oldest first.
+	Execs(context.Context, *ExecsRequest) (*ExecsResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -203,6 +256,15 @@ func (UnimplementedDaemonServer) Scrub(*ScrubRequest, grpc.ServerStreamingServer
 }
 func (UnimplementedDaemonServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedDaemonServer) Restore(context.Context, *RestoreRequest) (*RewindResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Restore not implemented")
+}
+func (UnimplementedDaemonServer) Undo(context.Context, *UndoRequest) (*RewindResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Undo not implemented")
+}
+func (UnimplementedDaemonServer) Execs(context.Context, *ExecsRequest) (*ExecsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Execs not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -344,6 +406,60 @@ func _Daemon_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Restore_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Restore(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Restore_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Restore(ctx, req.(*RestoreRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Daemon_Undo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UndoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Undo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Undo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Undo(ctx, req.(*UndoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Daemon_Execs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExecsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Execs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Execs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Execs(ctx, req.(*ExecsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -374,6 +490,18 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Snapshot",
 			Handler:    _Daemon_Snapshot_Handler,
+		},
+		{
+			MethodName: "Restore",
+			Handler:    _Daemon_Restore_Handler,
+		},
+		{
+			MethodName: "Undo",
+			Handler:    _Daemon_Undo_Handler,
+		},
+		{
+			MethodName: "Execs",
+			Handler:    _Daemon_Execs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
