@@ -168,6 +168,11 @@ func (f *FS) Create(c Caller, parent Ino, name string, nn NewNode) (Attr, error)
 			return Attr{}, syscall.EEXIST
 		}
 	}
+	if f.nextIno >= MaxIno {
+		// Inode numbers are never reused; above MaxIno they would clash
+		// with the mount's snapshot nodes.
+		return Attr{}, syscall.ENOSPC
+	}
 	t := now()
 	a := Attr{Ino: f.nextIno, Mode: nn.Mode, Nlink: 1, Uid: c.Uid, Gid: c.Gid, Rdev: nn.Rdev, Atime: t, Mtime: t, Ctime: t, Btime: t}
 	f.nextIno++

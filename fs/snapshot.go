@@ -131,7 +131,12 @@ type View struct {
 }
 
 func (v *View) at(fn func(tx *chunkstore.Tx, at *versions.At) error) error {
-	return v.f.view(func(tx *chunkstore.Tx) error { return fn(tx, versions.NewAt(tx.Tx, v.Epoch)) })
+	return v.f.view(func(tx *chunkstore.Tx) error {
+		if err := v.current(tx); err != nil {
+			return err
+		}
+		return fn(tx, versions.NewAt(tx.Tx, v.Epoch))
+	})
 }
 
 func getAttrAt(at *versions.At, ino Ino) (Attr, string, error) {

@@ -9,7 +9,18 @@
 // Every change to the workspace made through this mount passes through the
 // kernel, so the kernel may cache entries, attributes and pages for long;
 // changes made through another door (the file API, a plugin) must call
-// Invalidate.
+// Invalidate, and snapshots made or deleted must call SnapshotsChanged.
+//
+// # Snapshot views
+//
+// .snapshots/NAME/ at the root reads snapshot NAME, read-only (every
+// change fails with EROFS), as ZFS's .zfs/snapshot does. .snapshots is
+// not in the root's listing, but looking it up works (ls /mnt/.snapshots).
+// A real file or directory named .snapshots at the root, which only
+// another door can make (the mount refuses to: the name is the view's),
+// wins: the mount shows it, and the views are not reachable there until
+// it goes. The nodes of a view are numbered ino | slot<<48, above every
+// live inode number (fs.MaxIno); see snapshots.go.
 //
 // An Observer (Options.Observer) sees every request it answers: its op,
 // how long it took, its errno and the bytes it moved. That is how the
@@ -339,6 +350,8 @@ type rawFS struct {
 	nextFh  uint64
 
 	dirs listings
+	// snaps are the snapshot views' slots (snapshots.go).
+	snaps snapViews
 }
 
 func (r *rawFS) String() string { return "computerfs" }
@@ -389,7 +402,19 @@ func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
 
 func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) (code fuse.Status) {
 	defer r.end(OpLookup, r.begin(), &code, nil)
+	if isSnapNode(h.NodeId) {
+		return r.snapLookup(h.NodeId, name, out)
+	}
 	a, err := r.fs.Lookup(caller(h), fs.Ino(h.NodeId), name)
+	if err == syscall.ENOENT && h.NodeId == uint64(fs.RootIno) && name == SnapshotsDir {
+		// No real .snapshots: the views' directory.
+		d, err := r.snapDirAttr()
+		if err != nil {
+			return errStatus(err)
+		}
+		r.fillEntry(&d, out)
+		return fuse.OK
+	}
 	if err == syscall.ENOENT {
 		// A cached negative entry: the kernel will not ask again.
 		out.NodeId = 0
@@ -405,11 +430,29 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 
 func (r *rawFS) Forget(nodeid, nlookup uint64) {
 	defer r.end(OpForget, r.begin(), nil, nil)
+	if isSnapNode(nodeid) {
+		if slot, _ := splitNode(nodeid); slot != lastSlot {
+			r.snaps.forget(slot, nlookup)
+		}
+		return
+	}
 	r.fs.Forget(fs.Ino(nodeid), nlookup)
 }
 
 func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) (code fuse.Status) {
 	defer r.end(OpGetAttr, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		a, err := r.snapAttr(in.NodeId)
+		if err != nil {
+			return errStatus(err)
+		}
+		r.fillAttr(&a, &out.Attr)
+		out.SetTimeout(snapTimeout)
+		if in.NodeId == snapDirID {
+			out.SetTimeout(r.opts.AttrTimeout)
+		}
+		return fuse.OK
+	}
 	a, err := r.fs.GetAttr(fs.Ino(in.NodeId))
 	if err != nil {
 		return errStatus(err)
@@ -421,6 +464,9 @@ func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.At
 
 func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) (code fuse.Status) {
 	defer r.end(OpSetAttr, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.EROFS
+	}
 	var sa fs.SetAttrIn
 	if m, ok := in.GetMode(); ok {
 		sa.Mode = &m
@@ -463,6 +509,12 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 }
 
 func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.EntryOut) fuse.Status {
+	if isSnapNode(h.NodeId) {
+		return fuse.EROFS
+	}
+	if r.takesSnapshotsName(h.NodeId, name) {
+		return fuse.Status(syscall.EEXIST)
+	}
 	a, err := r.fs.Create(caller(h), fs.Ino(h.NodeId), name, nn)
 	if err != nil {
 		return errStatus(err)
@@ -488,6 +540,17 @@ func (r *rawFS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name s
 
 func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) (_ []byte, code fuse.Status) {
 	defer r.end(OpReadlink, r.begin(), &code, nil)
+	if isSnapNode(h.NodeId) {
+		view, ino, err := r.snapView(h.NodeId)
+		if err != nil {
+			return nil, errStatus(err)
+		}
+		t, err := view.Readlink(ino)
+		if err != nil {
+			return nil, errStatus(err)
+		}
+		return []byte(t), fuse.OK
+	}
 	t, err := r.fs.Readlink(fs.Ino(h.NodeId))
 	if err != nil {
 		return nil, errStatus(err)
@@ -497,6 +560,9 @@ func (r *rawFS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) (_ []byte, co
 
 func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) (code fuse.Status) {
 	defer r.end(OpLink, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) || isSnapNode(in.Oldnodeid) || r.takesSnapshotsName(in.NodeId, name) {
+		return fuse.EROFS
+	}
 	a, err := r.fs.Link(caller(&in.InHeader), fs.Ino(in.Oldnodeid), fs.Ino(in.NodeId), name)
 	if err != nil {
 		return errStatus(err)
@@ -507,16 +573,25 @@ func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 
 func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
 	defer r.end(OpUnlink, r.begin(), &code, nil)
+	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
+		return fuse.EROFS
+	}
 	return errStatus(r.fs.Unlink(fs.Ino(h.NodeId), name))
 }
 
 func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
 	defer r.end(OpRmdir, r.begin(), &code, nil)
+	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
+		return fuse.EROFS
+	}
 	return errStatus(r.fs.Rmdir(fs.Ino(h.NodeId), name))
 }
 
 func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) (code fuse.Status) {
 	defer r.end(OpRename, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) || isSnapNode(in.Newdir) || r.takesSnapshotsName(in.NodeId, oldName) || r.takesSnapshotsName(in.Newdir, newName) {
+		return fuse.EROFS
+	}
 	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
 }
 
@@ -532,7 +607,19 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 
 func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, code fuse.Status) {
 	defer r.end(OpGetXAttr, r.begin(), &code, nil)
-	val, err := r.fs.GetXattr(fs.Ino(h.NodeId), name)
+	var val []byte
+	var err error
+	if h.NodeId == snapDirID {
+		err = syscall.ENODATA
+	} else if isSnapNode(h.NodeId) {
+		var view *fs.View
+		var ino fs.Ino
+		if view, ino, err = r.snapView(h.NodeId); err == nil {
+			val, err = view.GetXattr(ino, name)
+		}
+	} else {
+		val, err = r.fs.GetXattr(fs.Ino(h.NodeId), name)
+	}
 	if err != nil {
 		return 0, errStatus(err)
 	}
@@ -544,7 +631,19 @@ func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 
 func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (_ uint32, code fuse.Status) {
 	defer r.end(OpListXAttr, r.begin(), &code, nil)
-	names, err := r.fs.ListXattr(fs.Ino(h.NodeId))
+	var names []string
+	var err error
+	if h.NodeId == snapDirID {
+		// none
+	} else if isSnapNode(h.NodeId) {
+		var view *fs.View
+		var ino fs.Ino
+		if view, ino, err = r.snapView(h.NodeId); err == nil {
+			names, err = view.ListXattr(ino)
+		}
+	} else {
+		names, err = r.fs.ListXattr(fs.Ino(h.NodeId))
+	}
 	if err != nil {
 		return 0, errStatus(err)
 	}
@@ -560,6 +659,9 @@ func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte)
 
 func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) (code fuse.Status) {
 	defer r.end(OpSetXAttr, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.EROFS
+	}
 	if name == "system.posix_acl_access" || name == "system.posix_acl_default" {
 		// POSIX ACLs are not negotiated (CAP_POSIX_ACL): the kernel would
 		// neither enforce a stored ACL nor fold it into the mode. Refuse
@@ -572,6 +674,9 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name strin
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
 	defer r.end(OpRemoveXAttr, r.begin(), &code, nil)
+	if isSnapNode(h.NodeId) {
+		return fuse.EROFS
+	}
 	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
 }
 
@@ -603,6 +708,12 @@ const openFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 
 func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) (code fuse.Status) {
 	defer r.end(OpCreate, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.EROFS
+	}
+	if r.takesSnapshotsName(in.NodeId, name) {
+		return fuse.Status(syscall.EEXIST)
+	}
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFREG})
 	if err != nil {
 		return errStatus(err)
@@ -618,6 +729,9 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 
 func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) (code fuse.Status) {
 	defer r.end(OpTmpfile, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.EROFS
+	}
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), "", fs.NewNode{Mode: in.Mode, Tmpfile: true})
 	if err != nil {
 		return errStatus(err)
@@ -642,6 +756,16 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, code fuse.Status) {
 	var n int
 	defer r.end(OpRead, r.begin(), &code, &n)
+	if isSnapNode(in.NodeId) {
+		view, ino, err := r.snapView(in.NodeId)
+		if err == nil {
+			n, err = view.Read(ino, int64(in.Offset), buf[:in.Size])
+		}
+		if err != nil {
+			return nil, errStatus(err)
+		}
+		return fuse.ReadResultData(buf[:n]), fuse.OK
+	}
 	n, err := r.fs.Read(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), buf[:in.Size])
 	if err != nil {
 		return nil, errStatus(err)
@@ -652,6 +776,9 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fus
 func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, code fuse.Status) {
 	var n int
 	defer r.end(OpWrite, r.begin(), &code, &n)
+	if isSnapNode(in.NodeId) {
+		return 0, fuse.EROFS
+	}
 	appendMode := false
 	if hd := r.handle(in.Fh); hd != nil {
 		appendMode = hd.flags&syscall.O_APPEND != 0
@@ -669,6 +796,13 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ 
 func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (_ uint32, code fuse.Status) {
 	var n int
 	defer r.end(OpCopyFileRange, r.begin(), &code, &n)
+	if isSnapNode(in.NodeIdOut) {
+		return 0, fuse.EROFS
+	}
+	if isSnapNode(in.NodeId) {
+		// The kernel copies from a snapshot by reading it.
+		return 0, fuse.Status(syscall.EOPNOTSUPP)
+	}
 	copied, err := r.fs.CopyRange(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.OffIn), fs.Ino(in.NodeIdOut), int64(in.OffOut), int64(min(in.Len, 1<<30)))
 	if err != nil {
 		return 0, errStatus(err)
@@ -681,6 +815,14 @@ func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekO
 	defer r.end(OpLseek, r.begin(), &code, nil)
 	if in.Whence != fs.SeekData && in.Whence != fs.SeekHole {
 		return fuse.ENOSYS
+	}
+	if isSnapNode(in.NodeId) {
+		off, err := r.snapSeek(in.NodeId, in.Offset, in.Whence)
+		if err != nil {
+			return errStatus(err)
+		}
+		out.Offset = off
+		return fuse.OK
 	}
 	off, err := r.fs.SeekData(fs.Ino(in.NodeId), int64(in.Offset), int(in.Whence))
 	if err != nil {
@@ -703,16 +845,25 @@ func (r *rawFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 
 func (r *rawFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Status) {
 	defer r.end(OpFsync, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.OK // nothing to write
+	}
 	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
 }
 
 func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Status) {
 	defer r.end(OpFsyncDir, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.OK
+	}
 	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
 }
 
 func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fuse.Status) {
 	defer r.end(OpFallocate, r.begin(), &code, nil)
+	if isSnapNode(in.NodeId) {
+		return fuse.EROFS
+	}
 	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
 }
 
@@ -725,6 +876,9 @@ func (r *rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenO
 // resumes correctly wherever it stopped, whatever changed meanwhile, as in
 // ext4's hash order. Listings are cached per directory until it changes.
 func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
+	if isSnapNode(in.NodeId) {
+		return r.snapReadDir(in, out, plus)
+	}
 	dir := fs.Ino(in.NodeId)
 	l, err := r.dirs.get(r.fs, dir)
 	if err != nil {

@@ -88,6 +88,29 @@ func (c *listings) get(f *fs.FS, dir fs.Ino) (*listing, error) {
 		return nil, err
 	}
 	l = newListing(entries, gen)
+	c.put(dir, l)
+	return l, nil
+}
+
+// getFixed returns the listing of a directory that never changes (in a
+// snapshot view) while it is cached with generation gen, else loads it.
+func (c *listings) getFixed(dir fs.Ino, gen uint64, load func() ([]fs.DirEntry, error)) (*listing, error) {
+	c.mu.Lock()
+	l := c.m[dir]
+	c.mu.Unlock()
+	if l != nil && l.gen == gen {
+		return l, nil
+	}
+	entries, err := load()
+	if err != nil {
+		return nil, err
+	}
+	l = newListing(entries, gen)
+	c.put(dir, l)
+	return l, nil
+}
+
+func (c *listings) put(dir fs.Ino, l *listing) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -100,5 +123,4 @@ func (c *listings) get(f *fs.FS, dir fs.Ino) (*listing, error) {
 		}
 	}
 	c.m[dir] = l
-	return l, nil
 }

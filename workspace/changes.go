@@ -29,6 +29,9 @@ type ChangesResult struct {
 // pruned fails with fs.ErrJournalPruned. A view (Sub) sees the changes
 // under its root only, with its own paths.
 func (w *WS) Changes(ctx context.Context, since uint64, limit int) (ChangesResult, error) {
+	if w.snap != "" {
+		return ChangesResult{}, pathErr("changes", w.rootDir, errSnapshotStill)
+	}
 	if limit <= 0 || limit > MaxLimit {
 		limit = 1000
 	}
@@ -67,6 +70,9 @@ func (w *WS) inView(p string) (string, bool) {
 
 // WaitChanges blocks until a change after since exists, or ctx ends.
 func (w *WS) WaitChanges(ctx context.Context, since uint64) error {
+	if w.snap != "" {
+		return pathErr("changes", w.rootDir, errSnapshotStill)
+	}
 	return w.f.WaitChanges(ctx, since)
 }
 

@@ -141,7 +141,7 @@ func (w *WS) Remove(ctx context.Context, p string, opt RemoveOptions) (int, erro
 }
 
 func (w *WS) removeTree(ctx context.Context, parent fs.Ino, name string, ino fs.Ino, p string) (int, error) {
-	list, err := w.f.ReadDir(ino)
+	list, err := w.t.ReadDir(ino)
 	if err != nil {
 		return 0, err
 	}
@@ -292,7 +292,7 @@ func (w *WS) copyNode(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 	perm := a.Mode &^ syscall.S_IFMT
 	switch {
 	case a.IsSymlink():
-		target, err := w.f.Readlink(src)
+		target, err := w.t.Readlink(src)
 		if err != nil {
 			return err
 		}
@@ -329,7 +329,7 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 	}
 	w.invalidate(dir, name, 0)
 	n := 1
-	list, err := w.f.ReadDir(src)
+	list, err := w.t.ReadDir(src)
 	if err != nil {
 		return n, err
 	}
@@ -398,7 +398,7 @@ func (w *WS) Readlink(ctx context.Context, p string) (string, error) {
 	if r.ino == 0 {
 		return "", pathErr(op, p, syscall.ENOENT)
 	}
-	t, err := w.f.Readlink(r.ino)
+	t, err := w.t.Readlink(r.ino)
 	if err != nil {
 		return "", pathErr(op, p, err)
 	}

@@ -62,7 +62,7 @@ func (w *WS) info(p string, a *fs.Attr) FileInfo {
 		Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid,
 	}
 	if a.IsSymlink() {
-		fi.Target, _ = w.f.Readlink(a.Ino)
+		fi.Target, _ = w.t.Readlink(a.Ino)
 	}
 	return fi
 }
@@ -166,7 +166,7 @@ func (w *WS) open(ctx context.Context, p string, opt ReadOptions) (*Reader, erro
 		if !r.attr.IsRegular() {
 			return nil, pathErr(op, p, fmt.Errorf("not a regular file: %w", syscall.EINVAL))
 		}
-		a, err = w.f.Open(r.ino)
+		a, err = w.t.Open(r.ino)
 		if err == syscall.ENOENT && attempt < 100 {
 			// Replaced (or removed) between the lookup and the open: a
 			// reader must see the old content or the new, so look again.
@@ -267,7 +267,7 @@ func (r *Reader) readRaw(b []byte) (int, error) {
 	if len(b) > maxIO {
 		b = b[:maxIO]
 	}
-	n, err := r.w.f.Read(r.ctx, r.ino, r.off, b)
+	n, err := r.w.t.Read(r.ctx, r.ino, r.off, b)
 	if err != nil {
 		return 0, pathErr("read", r.info.Path, err)
 	}
@@ -292,7 +292,7 @@ func (rr *rawReader) Read(b []byte) (int, error) { return rr.r.readRaw(b) }
 func (r *Reader) Close() error {
 	if !r.closed {
 		r.closed = true
-		r.w.f.Release(r.ino)
+		r.w.t.Release(r.ino)
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func (w *WS) hashFile(ctx context.Context, ino fs.Ino) (string, error) {
 	defer w.bufs.Put(bp)
 	buf := *bp
 	for off := int64(0); ; {
-		n, err := w.f.Read(ctx, ino, off, buf)
+		n, err := w.t.Read(ctx, ino, off, buf)
 		if err != nil {
 			return "", err
 		}
@@ -430,14 +430,14 @@ func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions,
 			return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file does not exist", ErrConflict))
 		}
 		var err error
-		_, version, err = w.f.OpenVersion(res.ino)
+		_, version, err = w.t.OpenVersion(res.ino)
 		if err == syscall.ENOENT {
 			return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file was replaced meanwhile", ErrConflict))
 		}
 		if err != nil {
 			return WriteResult{}, pathErr(op, p, err)
 		}
-		defer w.f.Release(res.ino)
+		defer w.t.Release(res.ino)
 		got, err := w.hashFile(ctx, res.ino)
 		if err == syscall.ENOENT {
 			// Replaced or removed since the lookup: not the file expected.
@@ -574,10 +574,10 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 			return WriteResult{}, pathErr(op, p, err)
 		}
 	}
-	if _, err := w.f.Open(ino); err != nil {
+	if _, err := w.t.Open(ino); err != nil {
 		return WriteResult{}, pathErr(op, p, err)
 	}
-	defer w.f.Release(ino)
+	defer w.t.Release(ino)
 	if want != nil && w.beforeReplace != nil {
 		w.beforeReplace()
 	}
@@ -589,8 +589,8 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 		n, rerr := io.ReadFull(r, buf)
 		if n == 0 && want != nil && rerr != nil {
 			// Nothing to append: the check alone decides.
-			if _, v, err := w.f.OpenVersion(ino); err == nil {
-				w.f.Release(ino)
+			if _, v, err := w.t.OpenVersion(ino); err == nil {
+				w.t.Release(ino)
 				if v != *want {
 					return WriteResult{}, pathErr(op, p, fmt.Errorf("%w: the file changed meanwhile", ErrConflict))
 				}
@@ -646,7 +646,7 @@ func (w *WS) appendTo(ctx context.Context, p string, res resolved, r io.Reader, 
 		}
 	}
 	w.invalidate(0, "", ino)
-	a, err := w.f.GetAttr(ino)
+	a, err := w.t.GetAttr(ino)
 	if err != nil {
 		return WriteResult{}, pathErr(op, p, err)
 	}

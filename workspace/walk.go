@@ -113,9 +113,9 @@ type walkEntry struct {
 // a new inode) is looked up again, so that a file that never stopped
 // existing does not drop out of a walk; ENOENT means the name is gone.
 func (w *WS) entryAttr(dir fs.Ino, name string, ino fs.Ino) (fs.Attr, error) {
-	a, err := w.f.GetAttr(ino)
+	a, err := w.t.GetAttr(ino)
 	if err == syscall.ENOENT || (err == nil && a.Nlink == 0 && !a.IsDir()) {
-		return w.f.Lookup(fs.Caller{Uid: w.opts.Caller.Uid, Gid: w.opts.Caller.Gid}, dir, name)
+		return w.t.Lookup(fs.Caller{Uid: w.opts.Caller.Uid, Gid: w.opts.Caller.Gid}, dir, name)
 	}
 	return a, err
 }
@@ -132,7 +132,7 @@ func (w *WS) walkRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	list, err := w.f.ReadDir(ino)
+	list, err := w.t.ReadDir(ino)
 	if err != nil {
 		if err == syscall.ENOENT && depth > 1 {
 			return true, nil // removed meanwhile
@@ -264,7 +264,7 @@ func (w *WS) walkGlob(ctx context.Context, ino fs.Ino, p string, visit func(walk
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	list, err := w.f.ReadDir(ino)
+	list, err := w.t.ReadDir(ino)
 	if err != nil {
 		if err == syscall.ENOENT {
 			return true, nil
@@ -452,14 +452,14 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 	if ctx.Err() != nil {
 		return o
 	}
-	_, err := g.w.f.Open(f.ino)
+	_, err := g.w.t.Open(f.ino)
 	if err == syscall.ENOENT && f.name != "" {
 		// Replaced since the walk read its directory: search the file
 		// the name holds now.
 		c := fs.Caller{Uid: g.w.opts.Caller.Uid, Gid: g.w.opts.Caller.Gid}
-		if a, lerr := g.w.f.Lookup(c, f.dir, f.name); lerr == nil && a.IsRegular() {
+		if a, lerr := g.w.t.Lookup(c, f.dir, f.name); lerr == nil && a.IsRegular() {
 			f.ino = a.Ino
-			_, err = g.w.f.Open(f.ino)
+			_, err = g.w.t.Open(f.ino)
 		}
 	}
 	if err != nil {
@@ -469,8 +469,8 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 		o.err = fmt.Errorf("%s: %w", f.path, err)
 		return o
 	}
-	defer g.w.f.Release(f.ino)
-	rd := &inoReader{ctx: ctx, f: g.w.f, ino: f.ino}
+	defer g.w.t.Release(f.ino)
+	rd := &inoReader{ctx: ctx, f: g.w.t, ino: f.ino}
 	switch g.opt.Mode {
 	case "files":
 		var hit bool
@@ -556,7 +556,7 @@ func (g *grepRun) take(res *GrepResult, o grepOutcome) bool {
 // inoReader reads an open inode from the start.
 type inoReader struct {
 	ctx context.Context
-	f   *fs.FS
+	f   tree
 	ino fs.Ino
 	off int64
 }
@@ -663,7 +663,7 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	list, err := w.f.ReadDir(ino)
+	list, err := w.t.ReadDir(ino)
 	if err != nil {
 		if err == syscall.ENOENT {
 			return n, nil

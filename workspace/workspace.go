@@ -82,7 +82,10 @@ type Options struct {
 
 // WS is the file API over one workspace. It is safe for concurrent use.
 type WS struct {
-	f      *fs.FS
+	f *fs.FS
+	// t is what reads go to: f, or a snapshot's view (snapshot.go).
+	t      tree
+	snap   string // the snapshot read, "" for the live tree
 	opts   Options
 	notify atomic.Pointer[notifierBox]
 	// root confines a view (Sub) to a subtree: its inode, "/" for the
@@ -106,7 +109,7 @@ type notifierBox struct{ n Notifier }
 // New returns the file API over f.
 func New(f *fs.FS, opts Options) *WS {
 	bufs := &sync.Pool{New: func() any { b := make([]byte, maxIO); return &b }}
-	return &WS{f: f, opts: opts, rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
+	return &WS{f: f, t: f, opts: opts, rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
 }
 
 // FS returns the filesystem the API works on.
@@ -131,7 +134,7 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 	if !r.attr.IsDir() {
 		return nil, pathErr("sub", dir, syscall.ENOTDIR)
 	}
-	s := &WS{f: w.f, opts: w.opts, rootIno: r.ino, rootDir: r.path, writeMu: w.writeMu, bufs: w.bufs}
+	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, rootIno: r.ino, rootDir: r.path, writeMu: w.writeMu, bufs: w.bufs}
 	s.opts.ReadOnly = w.opts.ReadOnly || readOnly
 	if b := w.notify.Load(); b != nil {
 		s.notify.Store(b)
@@ -288,7 +291,7 @@ func (w *WS) walk(ctx context.Context, p string, follow bool) (resolved, error) 
 			return resolved{}, syscall.ENAMETOOLONG
 		}
 		dir := stack[len(stack)-1].ino
-		a, err := w.f.Lookup(c, dir, name)
+		a, err := w.t.Lookup(c, dir, name)
 		if err == syscall.ENOENT && last {
 			return resolved{parent: dir, name: name, path: joinStack(stack, name)}, nil
 		}
@@ -300,7 +303,7 @@ func (w *WS) walk(ctx context.Context, p string, follow bool) (resolved, error) 
 			if links > maxSymlinks {
 				return resolved{}, syscall.ELOOP
 			}
-			target, err := w.f.Readlink(a.Ino)
+			target, err := w.t.Readlink(a.Ino)
 			if err != nil {
 				return resolved{}, err
 			}
@@ -344,7 +347,7 @@ func allEmpty(parts []string) bool {
 // result is the resolution that ends on the directory atop the stack.
 func (w *WS) result(stack []frame) (resolved, error) {
 	top := stack[len(stack)-1]
-	a, err := w.f.GetAttr(top.ino)
+	a, err := w.t.GetAttr(top.ino)
 	if err != nil {
 		return resolved{}, err
 	}

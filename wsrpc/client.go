@@ -18,10 +18,49 @@ import (
 // Client is the file API of a workspace across a gRPC connection. It
 // implements workspace.API.
 type Client struct {
-	c pb.WorkspaceClient
+	c    pb.WorkspaceClient
+	snap string // the snapshot read, "" for the live tree
+}
+
+// Snapshot returns the file API over snapshot name, read-only, on the
+// same connection: the read calls carry the name, and every change
+// fails here with EROFS. A missing snapshot fails the calls (ENOENT).
+func (c *Client) Snapshot(name string) *Client { return &Client{c: c.c, snap: name} }
+
+// SnapshotAPI is Snapshot, checked: it fails at once if the daemon has
+// no snapshot name.
+func (c *Client) SnapshotAPI(ctx context.Context, name string) (workspace.API, error) {
+	if c.snap != "" {
+		return nil, &iofs.PathError{Op: "snapshot", Path: name, Err: fmt.Errorf("already a view of snapshot %s: %w", c.snap, syscall.EINVAL)}
+	}
+	if err := workspace.CheckSnapshotName(name); err != nil {
+		return nil, &iofs.PathError{Op: "snapshot", Path: name, Err: err}
+	}
+	s := c.Snapshot(name)
+	if _, err := s.Stat(ctx, "/"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readOnly refuses op on a snapshot's view.
+func (c *Client) readOnly(op, p string) error {
+	if c.snap == "" {
+		return nil
+	}
+	return &iofs.PathError{Op: op, Path: p, Err: fmt.Errorf("snapshot %s is read-only: %w", c.snap, syscall.EROFS)}
+}
+
+// still refuses the change feed of a snapshot's view.
+func (c *Client) still() error {
+	if c.snap == "" {
+		return nil
+	}
+	return &iofs.PathError{Op: "changes", Path: "/", Err: fmt.Errorf("snapshot %s does not change: %w", c.snap, syscall.EINVAL)}
 }
 
 var _ workspace.API = (*Client)(nil)
+var _ workspace.SnapshotReader = (*Client)(nil)
 
 // NewClient uses conn, which the caller owns and closes.
 func NewClient(conn grpc.ClientConnInterface) *Client {
@@ -77,7 +116,7 @@ func (c *Client) Lstat(ctx context.Context, p string) (workspace.FileInfo, error
 }
 
 func (c *Client) stat(ctx context.Context, p string, lstat bool) (workspace.FileInfo, error) {
-	r, err := c.c.Stat(ctx, &pb.StatRequest{Path: p, Lstat: lstat})
+	r, err := c.c.Stat(ctx, &pb.StatRequest{Path: p, Lstat: lstat, Snapshot: c.snap})
 	if err != nil {
 		return workspace.FileInfo{}, callErr("stat", p, err)
 	}
@@ -100,7 +139,7 @@ type remoteReader struct {
 
 func (c *Client) Read(ctx context.Context, p string, opt workspace.ReadOptions) (workspace.FileReader, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.c.Read(ctx, &pb.ReadRequest{Path: p, Offset: opt.Offset, Length: opt.Length, Line: int32(opt.Line), Lines: int32(opt.Lines)})
+	stream, err := c.c.Read(ctx, &pb.ReadRequest{Path: p, Offset: opt.Offset, Length: opt.Length, Line: int32(opt.Line), Lines: int32(opt.Lines), Snapshot: c.snap})
 	if err != nil {
 		cancel()
 		return nil, callErr("read", p, err)
@@ -164,6 +203,9 @@ func (r *remoteReader) Close() error {
 }
 
 func (c *Client) Write(ctx context.Context, p string, data io.Reader, opt workspace.WriteOptions) (workspace.WriteResult, error) {
+	if err := c.readOnly("write", p); err != nil {
+		return workspace.WriteResult{}, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.c.Write(ctx)
@@ -207,6 +249,9 @@ func (c *Client) Write(ctx context.Context, p string, data io.Reader, opt worksp
 }
 
 func (c *Client) Edit(ctx context.Context, p string, edits []workspace.Edit, opt workspace.EditOptions) (workspace.EditResult, error) {
+	if err := c.readOnly("edit", p); err != nil {
+		return workspace.EditResult{}, err
+	}
 	req := &pb.EditRequest{Path: p, IfMatch: opt.IfMatch, DryRun: opt.DryRun}
 	for _, e := range edits {
 		req.Edits = append(req.Edits, &pb.EditOp{Old: e.Old, New: e.New, ReplaceAll: e.ReplaceAll})
@@ -226,7 +271,7 @@ func (c *Client) Edit(ctx context.Context, p string, edits []workspace.Edit, opt
 }
 
 func (c *Client) List(ctx context.Context, p string, opt workspace.ListOptions) (workspace.ListResult, error) {
-	r, err := c.c.List(ctx, &pb.ListRequest{Path: p, Recursive: opt.Recursive, Depth: int32(opt.Depth), Limit: int32(opt.Limit), Offset: int32(opt.Offset)})
+	r, err := c.c.List(ctx, &pb.ListRequest{Path: p, Recursive: opt.Recursive, Depth: int32(opt.Depth), Limit: int32(opt.Limit), Offset: int32(opt.Offset), Snapshot: c.snap})
 	if err != nil {
 		return workspace.ListResult{}, callErr("list", p, err)
 	}
@@ -241,6 +286,9 @@ func (c *Client) List(ctx context.Context, p string, opt workspace.ListOptions) 
 }
 
 func (c *Client) Mkdir(ctx context.Context, p string, opt workspace.MkdirOptions) (workspace.FileInfo, error) {
+	if err := c.readOnly("mkdir", p); err != nil {
+		return workspace.FileInfo{}, err
+	}
 	r, err := c.c.Mkdir(ctx, &pb.MkdirRequest{Path: p, Parents: opt.Parents, Perm: opt.Perm})
 	if err != nil {
 		return workspace.FileInfo{}, callErr("mkdir", p, err)
@@ -252,6 +300,9 @@ func (c *Client) Mkdir(ctx context.Context, p string, opt workspace.MkdirOptions
 }
 
 func (c *Client) Remove(ctx context.Context, p string, opt workspace.RemoveOptions) (int, error) {
+	if err := c.readOnly("remove", p); err != nil {
+		return 0, err
+	}
 	r, err := c.c.Remove(ctx, &pb.RemoveRequest{Path: p, Recursive: opt.Recursive, Force: opt.Force})
 	if err != nil {
 		return 0, callErr("remove", p, err)
@@ -260,6 +311,9 @@ func (c *Client) Remove(ctx context.Context, p string, opt workspace.RemoveOptio
 }
 
 func (c *Client) Rename(ctx context.Context, src, dst string, opt workspace.RenameOptions) error {
+	if err := c.readOnly("rename", src); err != nil {
+		return err
+	}
 	r, err := c.c.Rename(ctx, &pb.RenameRequest{Src: src, Dst: dst, NoReplace: opt.NoReplace, Exchange: opt.Exchange})
 	if err != nil {
 		return callErr("rename", src, err, dst)
@@ -268,6 +322,9 @@ func (c *Client) Rename(ctx context.Context, src, dst string, opt workspace.Rena
 }
 
 func (c *Client) Copy(ctx context.Context, src, dst string, opt workspace.CopyOptions) (int, error) {
+	if err := c.readOnly("copy", dst); err != nil {
+		return 0, err
+	}
 	r, err := c.c.Copy(ctx, &pb.CopyRequest{Src: src, Dst: dst, Recursive: opt.Recursive, NoReplace: opt.NoReplace})
 	if err != nil {
 		return 0, callErr("copy", src, err, dst)
@@ -276,6 +333,9 @@ func (c *Client) Copy(ctx context.Context, src, dst string, opt workspace.CopyOp
 }
 
 func (c *Client) Symlink(ctx context.Context, target, linkPath string) error {
+	if err := c.readOnly("symlink", linkPath); err != nil {
+		return err
+	}
 	r, err := c.c.Symlink(ctx, &pb.SymlinkRequest{Target: target, Path: linkPath})
 	if err != nil {
 		return callErr("symlink", linkPath, err, target)
@@ -284,7 +344,7 @@ func (c *Client) Symlink(ctx context.Context, target, linkPath string) error {
 }
 
 func (c *Client) Readlink(ctx context.Context, p string) (string, error) {
-	r, err := c.c.Readlink(ctx, &pb.ReadlinkRequest{Path: p})
+	r, err := c.c.Readlink(ctx, &pb.ReadlinkRequest{Path: p, Snapshot: c.snap})
 	if err != nil {
 		return "", callErr("readlink", p, err)
 	}
@@ -292,6 +352,9 @@ func (c *Client) Readlink(ctx context.Context, p string) (string, error) {
 }
 
 func (c *Client) SetAttr(ctx context.Context, p string, opt workspace.SetAttrOptions) (workspace.FileInfo, error) {
+	if err := c.readOnly("setattr", p); err != nil {
+		return workspace.FileInfo{}, err
+	}
 	req := &pb.SetAttrRequest{Path: p, Perm: opt.Perm, Size: opt.Size, Create: opt.Create}
 	if opt.Mtime != nil {
 		t := opt.Mtime.UnixNano()
@@ -312,7 +375,7 @@ func (c *Client) SetAttr(ctx context.Context, p string, opt workspace.SetAttrOpt
 }
 
 func (c *Client) Glob(ctx context.Context, pattern string, opt workspace.GlobOptions) (workspace.GlobResult, error) {
-	r, err := c.c.Glob(ctx, &pb.GlobRequest{Pattern: pattern, Dir: opt.Dir, Limit: int32(opt.Limit), Offset: int32(opt.Offset)})
+	r, err := c.c.Glob(ctx, &pb.GlobRequest{Pattern: pattern, Dir: opt.Dir, Limit: int32(opt.Limit), Offset: int32(opt.Offset), Snapshot: c.snap})
 	if err != nil {
 		return workspace.GlobResult{}, callErr("glob", pattern, err, opt.Dir)
 	}
@@ -324,7 +387,8 @@ func (c *Client) Glob(ctx context.Context, pattern string, opt workspace.GlobOpt
 
 func (c *Client) Grep(ctx context.Context, p string, opt workspace.GrepOptions) (workspace.GrepResult, error) {
 	r, err := c.c.Grep(ctx, &pb.GrepRequest{
-		Path: p, Pattern: opt.Pattern, Regex: opt.Regex, IgnoreCase: opt.IgnoreCase, Include: opt.Include, Exclude: opt.Exclude,
+		Snapshot: c.snap,
+		Path:     p, Pattern: opt.Pattern, Regex: opt.Regex, IgnoreCase: opt.IgnoreCase, Include: opt.Include, Exclude: opt.Exclude,
 		Before: int32(opt.Before), After: int32(opt.After), Mode: opt.Mode, Limit: int32(opt.Limit), Offset: int32(opt.Offset),
 	})
 	if err != nil {
@@ -344,7 +408,7 @@ func (c *Client) Grep(ctx context.Context, p string, opt workspace.GrepOptions) 
 }
 
 func (c *Client) Tree(ctx context.Context, p string, opt workspace.TreeOptions) (*workspace.TreeNode, error) {
-	r, err := c.c.Tree(ctx, &pb.TreeRequest{Path: p, Depth: int32(opt.Depth), MaxEntries: int32(opt.MaxEntries)})
+	r, err := c.c.Tree(ctx, &pb.TreeRequest{Path: p, Depth: int32(opt.Depth), MaxEntries: int32(opt.MaxEntries), Snapshot: c.snap})
 	if err != nil {
 		return nil, callErr("tree", p, err)
 	}
@@ -355,7 +419,7 @@ func (c *Client) Tree(ctx context.Context, p string, opt workspace.TreeOptions) 
 }
 
 func (c *Client) Du(ctx context.Context, p string) (*workspace.TreeNode, error) {
-	r, err := c.c.Tree(ctx, &pb.TreeRequest{Path: p, Du: true})
+	r, err := c.c.Tree(ctx, &pb.TreeRequest{Path: p, Du: true, Snapshot: c.snap})
 	if err != nil {
 		return nil, callErr("du", p, err)
 	}
@@ -366,6 +430,9 @@ func (c *Client) Du(ctx context.Context, p string) (*workspace.TreeNode, error) 
 }
 
 func (c *Client) Changes(ctx context.Context, since uint64, limit int) (workspace.ChangesResult, error) {
+	if err := c.still(); err != nil {
+		return workspace.ChangesResult{}, err
+	}
 	r, err := c.c.Changes(ctx, &pb.ChangesRequest{Since: since, Limit: int32(limit)})
 	if err != nil {
 		return workspace.ChangesResult{}, callErr("changes", "", err)
@@ -381,6 +448,9 @@ func (c *Client) Changes(ctx context.Context, since uint64, limit int) (workspac
 }
 
 func (c *Client) WaitChanges(ctx context.Context, since uint64) error {
+	if err := c.still(); err != nil {
+		return err
+	}
 	r, err := c.c.WaitChanges(ctx, &pb.WaitChangesRequest{Since: since})
 	if err != nil {
 		if ctx.Err() != nil {

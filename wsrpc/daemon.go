@@ -48,6 +48,9 @@ type DaemonOptions struct {
 	// Commits counts the store's commits since the daemon started; nil
 	// for unknown.
 	Commits func() uint64
+	// SnapshotsChanged, if set, hears of every snapshot made or deleted
+	// (the mount's .snapshots follows them).
+	SnapshotsChanged func(name string)
 }
 
 // FuseStats are what a mount served, for Status.
@@ -299,6 +302,7 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 		if err != nil {
 			return nil, status.Errorf(codeOf(err), "snapshot %s of %s: %v", req.Name, s.store, err)
 		}
+		s.snapshotsChanged(req.Name)
 		return &pb.SnapshotResponse{Snapshots: []*pb.SnapshotInfo{info(sn)}}, nil
 	case "list":
 		list, err := fs.ListSnapshots(s.o.FS.Store())
@@ -315,6 +319,7 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 		if err != nil {
 			return nil, status.Errorf(codeOf(err), "delete snapshot %s of %s: %v", req.Name, s.store, err)
 		}
+		s.snapshotsChanged(req.Name)
 		return &pb.SnapshotResponse{VersionsDropped: int64(rep.Versions), ChunksReleased: int64(rep.Chunks)}, nil
 	case "diff":
 		if err := s.syncFirst(ctx, "diff"); err != nil {
@@ -331,6 +336,12 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 		return r, nil
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "snapshot op %q: want create, list, delete or diff", req.Op)
+}
+
+func (s *DaemonServer) snapshotsChanged(name string) {
+	if s.o.SnapshotsChanged != nil {
+		s.o.SnapshotsChanged(name)
+	}
 }
 
 // codeOf is the gRPC code of an fs error: not found, exists, invalid,

@@ -17,6 +17,11 @@
 //
 // File-system errors travel in each response's Error field with their
 // errno; gRPC status errors are kept for failures of the call itself.
+//
+// The read calls (read, stat, list, readlink, glob, grep, tree) carry a
+// snapshot field: set, the call reads that snapshot of the view
+// (workspace.WS.Snapshot) instead of the live tree. A Client made by
+// Snapshot sets it, and refuses every change itself (EROFS).
 package wsrpc
 
 import (
@@ -109,6 +114,11 @@ func (s *Server) Read(req *pb.ReadRequest, stream grpc.ServerStreamingServer[pb.
 	w, err := s.resolve(ctx)
 	if err != nil {
 		return err
+	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return stream.Send(&pb.ReadResponse{Error: toPBError(err)})
+		}
 	}
 	rd, err := w.Read(ctx, req.Path, workspace.ReadOptions{Offset: req.Offset, Length: req.Length, Line: int(req.Line), Lines: int(req.Lines)})
 	if err != nil {
@@ -230,6 +240,11 @@ func (s *Server) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatRespons
 	if err != nil {
 		return nil, err
 	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.StatResponse{Error: toPBError(err)}, nil
+		}
+	}
 	var fi workspace.FileInfo
 	if req.Lstat {
 		fi, err = w.Lstat(ctx, req.Path)
@@ -246,6 +261,11 @@ func (s *Server) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	w, err := s.resolve(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.ListResponse{Error: toPBError(err)}, nil
+		}
 	}
 	res, err := w.List(ctx, req.Path, workspace.ListOptions{Recursive: req.Recursive, Depth: int(req.Depth), Limit: int(req.Limit), Offset: int(req.Offset)})
 	if err != nil {
@@ -310,6 +330,11 @@ func (s *Server) Readlink(ctx context.Context, req *pb.ReadlinkRequest) (*pb.Rea
 	if err != nil {
 		return nil, err
 	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.ReadlinkResponse{Error: toPBError(err)}, nil
+		}
+	}
 	t, err := w.Readlink(ctx, req.Path)
 	return &pb.ReadlinkResponse{Error: toPBError(err), Target: valid(t)}, nil
 }
@@ -340,6 +365,11 @@ func (s *Server) Glob(ctx context.Context, req *pb.GlobRequest) (*pb.GlobRespons
 	if err != nil {
 		return nil, err
 	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.GlobResponse{Error: toPBError(err)}, nil
+		}
+	}
 	res, err := w.Glob(ctx, req.Pattern, workspace.GlobOptions{Dir: req.Dir, Limit: int(req.Limit), Offset: int(req.Offset)})
 	if err != nil {
 		return &pb.GlobResponse{Error: toPBError(err)}, nil
@@ -355,6 +385,11 @@ func (s *Server) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepRespons
 	w, err := s.resolve(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.GrepResponse{Error: toPBError(err)}, nil
+		}
 	}
 	res, err := w.Grep(ctx, req.Path, workspace.GrepOptions{
 		Pattern: req.Pattern, Regex: req.Regex, IgnoreCase: req.IgnoreCase, Include: req.Include, Exclude: req.Exclude,
@@ -396,6 +431,11 @@ func (s *Server) Tree(ctx context.Context, req *pb.TreeRequest) (*pb.TreeRespons
 	w, err := s.resolve(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if req.Snapshot != "" {
+		if w, err = w.Snapshot(ctx, req.Snapshot); err != nil {
+			return &pb.TreeResponse{Error: toPBError(err)}, nil
+		}
 	}
 	var n *workspace.TreeNode
 	if req.Du {

@@ -50,8 +50,9 @@ type fsCommand struct {
 
 // fsOpts holds every flag a subcommand may declare.
 type fsOpts struct {
-	ws   string
-	json bool
+	ws       string
+	json     bool
+	snapshot string // read this snapshot instead of the live tree
 
 	// read
 	offset, length int64
@@ -177,12 +178,17 @@ func fsCommands() []fsCommand {
 	}
 }
 
+// snapshotReaders are the commands that read and can read a snapshot
+// (--snapshot); the others change the workspace.
+var snapshotReaders = map[string]bool{"cat": true, "ls": true, "stat": true, "glob": true, "grep": true, "tree": true, "du": true}
+
 func fsUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: computerfs fs COMMAND [-w WORKSPACE] [--json] [options] ARGS\n\n")
 	fmt.Fprintf(w, "Works through the daemon holding the workspace, or on the store directly when\nnone does. WORKSPACE defaults to $COMPUTERFS_WORKSPACE, else the default one.\n\nCommands:\n")
 	for _, c := range fsCommands() {
 		fmt.Fprintf(w, "  %-8s %-15s %s\n", c.name, c.args, c.summary)
 	}
+	fmt.Fprintf(w, "\n--snapshot NAME makes cat, ls, stat, glob, grep, tree and du read snapshot NAME\n(computerfs snapshot) instead of the live tree.\n")
 	fmt.Fprintf(w, "\nExit status: 0 success, 1 nothing found (grep, glob), 2 usage, 3 failure, 4 conflict (--if-match).\n")
 }
 
@@ -222,6 +228,7 @@ func cmdFS(ctx context.Context, e *env, args []string) error {
 	}
 	fl.StringVar(&o.ws, "w", defaultWorkspace(), "workspace store")
 	fl.BoolVar(&o.json, "json", false, "print JSON for machines")
+	fl.StringVar(&o.snapshot, "snapshot", "", "read snapshot `NAME` instead of the live tree (cat, ls, stat, glob, grep, tree, du)")
 	if cmd.flags != nil {
 		cmd.flags(fl, o)
 	}
@@ -231,9 +238,24 @@ func cmdFS(ctx context.Context, e *env, args []string) error {
 		}
 		return exitCode(exitUsage)
 	}
+	if o.snapshot != "" && !snapshotReaders[cmd.name] {
+		why := fmt.Sprintf("%s changes the workspace, and snapshot %s is read-only", cmd.name, o.snapshot)
+		if cmd.name == "changes" {
+			why = fmt.Sprintf("snapshot %s does not change", o.snapshot)
+		}
+		return fsFail(e, o, codedError{fmt.Errorf("--snapshot: %s; cat, ls, stat, glob, grep, tree and du read snapshots", why), exitUsage})
+	}
 	api, closeAPI, err := openAPI(ctx, e, o.ws)
 	if err != nil {
 		return fsFail(e, o, err)
+	}
+	if o.snapshot != "" {
+		snap, err := openSnapshot(ctx, api, o.snapshot)
+		if err != nil {
+			closeAPI()
+			return fsFail(e, o, err)
+		}
+		api = snap
 	}
 	err = cmd.run(ctx, &fsCtx{e: e, api: api, opts: o}, fl)
 	if cerr := closeAPI(); err == nil && cerr != nil {
@@ -291,6 +313,16 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 		return nil, nil, err
 	}
 	return workspace.New(f, workspace.Options{}), f.Close, nil
+}
+
+// openSnapshot is the read-only API over snapshot name of api's
+// workspace.
+func openSnapshot(ctx context.Context, api workspace.API, name string) (workspace.API, error) {
+	sr, ok := api.(workspace.SnapshotReader)
+	if !ok {
+		return nil, fmt.Errorf("snapshot %s: this door cannot read snapshots", name)
+	}
+	return sr.SnapshotAPI(ctx, name)
 }
 
 func printJSON(e *env, v any) error {

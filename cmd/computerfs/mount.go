@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -251,6 +252,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		dopts.Fuse = m.FuseStats
 	}
 	dopts.Commits = m.Commits
+	// The mount, once it is up, hears of snapshots made and deleted.
+	var mounted atomic.Pointer[fusefs.Server]
+	dopts.SnapshotsChanged = func(name string) {
+		if srv := mounted.Load(); srv != nil {
+			srv.SnapshotsChanged(name)
+		}
+	}
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
@@ -273,6 +281,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			return err
 		}
 		api.SetNotifier(srv)
+		mounted.Store(srv)
 		detached = srv.Detached()
 		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
 		e.log.Info("mounted", "workspace", ws, "mountpoint", mnt, "allow_other", c.allowOther, "socket", ctl.Path())
@@ -317,6 +326,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	closeRT()
 	e.log.Info("backends stopped", "took", time.Since(start).Round(time.Millisecond))
 	if srv != nil {
+		mounted.Store(nil)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
 		err := srv.Shutdown(uctx)
 		cancel()

@@ -232,12 +232,14 @@ func (x *FileInfo) GetTarget() string {
 }
 
 type ReadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Length        int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"` // 0: to the end
-	Line          int32                  `protobuf:"varint,4,opt,name=line,proto3" json:"line,omitempty"`     // first line, 1-based (a line range excludes a byte range)
-	Lines         int32                  `protobuf:"varint,5,opt,name=lines,proto3" json:"lines,omitempty"`   // 0: to the end
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Path   string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Offset int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"` // 0: to the end
+	Line   int32                  `protobuf:"varint,4,opt,name=line,proto3" json:"line,omitempty"`     // first line, 1-based (a line range excludes a byte range)
+	Lines  int32                  `protobuf:"varint,5,opt,name=lines,proto3" json:"lines,omitempty"`   // 0: to the end
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,6,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -305,6 +307,13 @@ func (x *ReadRequest) GetLines() int32 {
 		return x.Lines
 	}
 	return 0
+}
+
+func (x *ReadRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type ReadResponse struct {
@@ -772,9 +781,11 @@ func (x *EditResponse) GetSize() int64 {
 }
 
 type StatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Lstat         bool                   `protobuf:"varint,2,opt,name=lstat,proto3" json:"lstat,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Lstat bool                   `protobuf:"varint,2,opt,name=lstat,proto3" json:"lstat,omitempty"`
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -821,6 +832,13 @@ func (x *StatRequest) GetLstat() bool {
 		return x.Lstat
 	}
 	return false
+}
+
+func (x *StatRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type StatResponse struct {
@@ -876,12 +894,14 @@ func (x *StatResponse) GetInfo() *FileInfo {
 }
 
 type ListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Recursive     bool                   `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
-	Depth         int32                  `protobuf:"varint,3,opt,name=depth,proto3" json:"depth,omitempty"`
-	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int32                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Path      string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Recursive bool                   `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	Depth     int32                  `protobuf:"varint,3,opt,name=depth,proto3" json:"depth,omitempty"`
+	Limit     int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset    int32                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,6,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -949,6 +969,13 @@ func (x *ListRequest) GetOffset() int32 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *ListRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type ListResponse struct {
@@ -1564,8 +1591,10 @@ func (x *SymlinkResponse) GetError() *Error {
 }
 
 type ReadlinkRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1603,6 +1632,13 @@ func (*ReadlinkRequest) Descriptor() ([]byte, []int) {
 func (x *ReadlinkRequest) GetPath() string {
 	if x != nil {
 		return x.Path
+	}
+	return ""
+}
+
+func (x *ReadlinkRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
 	}
 	return ""
 }
@@ -1796,11 +1832,13 @@ func (x *SetAttrResponse) GetInfo() *FileInfo {
 }
 
 type GlobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pattern       string                 `protobuf:"bytes,1,opt,name=pattern,proto3" json:"pattern,omitempty"`
-	Dir           string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
-	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int32                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Pattern string                 `protobuf:"bytes,1,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	Dir     string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	Limit   int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset  int32                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1861,6 +1899,13 @@ func (x *GlobRequest) GetOffset() int32 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *GlobRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type GlobResponse struct {
@@ -1924,18 +1969,20 @@ func (x *GlobResponse) GetNext() int32 {
 }
 
 type GrepRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Pattern       string                 `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
-	Regex         bool                   `protobuf:"varint,3,opt,name=regex,proto3" json:"regex,omitempty"`
-	IgnoreCase    bool                   `protobuf:"varint,4,opt,name=ignore_case,json=ignoreCase,proto3" json:"ignore_case,omitempty"`
-	Include       []string               `protobuf:"bytes,5,rep,name=include,proto3" json:"include,omitempty"`
-	Exclude       []string               `protobuf:"bytes,6,rep,name=exclude,proto3" json:"exclude,omitempty"`
-	Before        int32                  `protobuf:"varint,7,opt,name=before,proto3" json:"before,omitempty"`
-	After         int32                  `protobuf:"varint,8,opt,name=after,proto3" json:"after,omitempty"`
-	Mode          string                 `protobuf:"bytes,9,opt,name=mode,proto3" json:"mode,omitempty"` // content (default), files, count
-	Limit         int32                  `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
-	Offset        int32                  `protobuf:"varint,11,opt,name=offset,proto3" json:"offset,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Pattern    string                 `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	Regex      bool                   `protobuf:"varint,3,opt,name=regex,proto3" json:"regex,omitempty"`
+	IgnoreCase bool                   `protobuf:"varint,4,opt,name=ignore_case,json=ignoreCase,proto3" json:"ignore_case,omitempty"`
+	Include    []string               `protobuf:"bytes,5,rep,name=include,proto3" json:"include,omitempty"`
+	Exclude    []string               `protobuf:"bytes,6,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	Before     int32                  `protobuf:"varint,7,opt,name=before,proto3" json:"before,omitempty"`
+	After      int32                  `protobuf:"varint,8,opt,name=after,proto3" json:"after,omitempty"`
+	Mode       string                 `protobuf:"bytes,9,opt,name=mode,proto3" json:"mode,omitempty"` // content (default), files, count
+	Limit      int32                  `protobuf:"varint,10,opt,name=limit,proto3" json:"limit,omitempty"`
+	Offset     int32                  `protobuf:"varint,11,opt,name=offset,proto3" json:"offset,omitempty"`
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,12,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2045,6 +2092,13 @@ func (x *GrepRequest) GetOffset() int32 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *GrepRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type GrepLine struct {
@@ -2244,11 +2298,13 @@ func (x *GrepResponse) GetSkippedBinary() int32 {
 }
 
 type TreeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Depth         int32                  `protobuf:"varint,2,opt,name=depth,proto3" json:"depth,omitempty"`
-	MaxEntries    int32                  `protobuf:"varint,3,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`
-	Du            bool                   `protobuf:"varint,4,opt,name=du,proto3" json:"du,omitempty"` // totals only, no children
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Depth      int32                  `protobuf:"varint,2,opt,name=depth,proto3" json:"depth,omitempty"`
+	MaxEntries int32                  `protobuf:"varint,3,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`
+	Du         bool                   `protobuf:"varint,4,opt,name=du,proto3" json:"du,omitempty"` // totals only, no children
+	// snapshot, if set, reads that snapshot instead of the live tree.
+	Snapshot      string `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2309,6 +2365,13 @@ func (x *TreeRequest) GetDu() bool {
 		return x.Du
 	}
 	return false
+}
+
+func (x *TreeRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
 }
 
 type TreeNode struct {
@@ -2786,13 +2849,14 @@ const file_workspace_proto_rawDesc = "" +
 	"\x03uid\x18\t \x01(\rR\x03uid\x12\x10\n" +
 	"\x03gid\x18\n" +
 	" \x01(\rR\x03gid\x12\x16\n" +
-	"\x06target\x18\v \x01(\tR\x06target\"{\n" +
+	"\x06target\x18\v \x01(\tR\x06target\"\x97\x01\n" +
 	"\vReadRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x12\n" +
 	"\x04line\x18\x04 \x01(\x05R\x04line\x12\x14\n" +
-	"\x05lines\x18\x05 \x01(\x05R\x05lines\"\x8f\x01\n" +
+	"\x05lines\x18\x05 \x01(\x05R\x05lines\x12\x1a\n" +
+	"\bsnapshot\x18\x06 \x01(\tR\bsnapshot\"\x8f\x01\n" +
 	"\fReadResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12+\n" +
 	"\x04info\x18\x02 \x01(\v2\x17.computerfs.v1.FileInfoR\x04info\x12\x12\n" +
@@ -2830,19 +2894,21 @@ const file_workspace_proto_rawDesc = "" +
 	"\x04diff\x18\x03 \x01(\tR\x04diff\x12\x16\n" +
 	"\x06counts\x18\x04 \x03(\x05R\x06counts\x12\x12\n" +
 	"\x04hash\x18\x05 \x01(\tR\x04hash\x12\x12\n" +
-	"\x04size\x18\x06 \x01(\x03R\x04size\"7\n" +
+	"\x04size\x18\x06 \x01(\x03R\x04size\"S\n" +
 	"\vStatRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
-	"\x05lstat\x18\x02 \x01(\bR\x05lstat\"g\n" +
+	"\x05lstat\x18\x02 \x01(\bR\x05lstat\x12\x1a\n" +
+	"\bsnapshot\x18\x03 \x01(\tR\bsnapshot\"g\n" +
 	"\fStatResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12+\n" +
-	"\x04info\x18\x02 \x01(\v2\x17.computerfs.v1.FileInfoR\x04info\"\x83\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x17.computerfs.v1.FileInfoR\x04info\"\x9f\x01\n" +
 	"\vListRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x02 \x01(\bR\trecursive\x12\x14\n" +
 	"\x05depth\x18\x03 \x01(\x05R\x05depth\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x16\n" +
-	"\x06offset\x18\x05 \x01(\x05R\x06offset\"\x81\x01\n" +
+	"\x06offset\x18\x05 \x01(\x05R\x06offset\x12\x1a\n" +
+	"\bsnapshot\x18\x06 \x01(\tR\bsnapshot\"\x81\x01\n" +
 	"\fListResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.computerfs.v1.FileInfoR\aentries\x12\x12\n" +
@@ -2882,9 +2948,10 @@ const file_workspace_proto_rawDesc = "" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"=\n" +
 	"\x0fSymlinkResponse\x12*\n" +
-	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\"%\n" +
+	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\"A\n" +
 	"\x0fReadlinkRequest\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"V\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\"V\n" +
 	"\x10ReadlinkResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\"\xda\x01\n" +
@@ -2901,16 +2968,17 @@ const file_workspace_proto_rawDesc = "" +
 	"\t_atime_ns\"j\n" +
 	"\x0fSetAttrResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12+\n" +
-	"\x04info\x18\x02 \x01(\v2\x17.computerfs.v1.FileInfoR\x04info\"g\n" +
+	"\x04info\x18\x02 \x01(\v2\x17.computerfs.v1.FileInfoR\x04info\"\x83\x01\n" +
 	"\vGlobRequest\x12\x18\n" +
 	"\apattern\x18\x01 \x01(\tR\apattern\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x05R\x06offset\"d\n" +
+	"\x06offset\x18\x04 \x01(\x05R\x06offset\x12\x1a\n" +
+	"\bsnapshot\x18\x05 \x01(\tR\bsnapshot\"d\n" +
 	"\fGlobResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\x05R\x04next\"\x96\x02\n" +
+	"\x04next\x18\x03 \x01(\x05R\x04next\"\xb2\x02\n" +
 	"\vGrepRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x14\n" +
@@ -2924,7 +2992,8 @@ const file_workspace_proto_rawDesc = "" +
 	"\x04mode\x18\t \x01(\tR\x04mode\x12\x14\n" +
 	"\x05limit\x18\n" +
 	" \x01(\x05R\x05limit\x12\x16\n" +
-	"\x06offset\x18\v \x01(\x05R\x06offset\"`\n" +
+	"\x06offset\x18\v \x01(\x05R\x06offset\x12\x1a\n" +
+	"\bsnapshot\x18\f \x01(\tR\bsnapshot\"`\n" +
 	"\bGrepLine\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x12\n" +
@@ -2938,13 +3007,14 @@ const file_workspace_proto_rawDesc = "" +
 	"\x05lines\x18\x02 \x03(\v2\x17.computerfs.v1.GrepLineR\x05lines\x12-\n" +
 	"\x05files\x18\x03 \x03(\v2\x17.computerfs.v1.GrepFileR\x05files\x12\x12\n" +
 	"\x04next\x18\x04 \x01(\x05R\x04next\x12%\n" +
-	"\x0eskipped_binary\x18\x05 \x01(\x05R\rskippedBinary\"h\n" +
+	"\x0eskipped_binary\x18\x05 \x01(\x05R\rskippedBinary\"\x84\x01\n" +
 	"\vTreeRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\x05R\x05depth\x12\x1f\n" +
 	"\vmax_entries\x18\x03 \x01(\x05R\n" +
 	"maxEntries\x12\x0e\n" +
-	"\x02du\x18\x04 \x01(\bR\x02du\"\xd3\x01\n" +
+	"\x02du\x18\x04 \x01(\bR\x02du\x12\x1a\n" +
+	"\bsnapshot\x18\x05 \x01(\tR\bsnapshot\"\xd3\x01\n" +
 	"\bTreeNode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
