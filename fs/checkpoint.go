@@ -82,6 +82,14 @@ type cpOp struct {
 	pin []byte // a snapepochs key to put
 	key []byte // a record to put (in bucketSnapshots)
 	val []byte
+	// after, when set, makes the record's After the epoch of the commit
+	// that carries it, pinned there; the commit sets after.epoch.
+	after *afterPin
+}
+
+type afterPin struct {
+	id    string
+	epoch uint64
 }
 
 // checkpoints is the FS's side of exec checkpoints, under mu.
@@ -140,52 +148,72 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	return c, nil
 }
 
-// EndExec commits what the exec changed, names the state as of now as
-// its end, and records it (the record is committed with the next
-// commit, which it asks for). rec's ID, Before, After and Start are
-// filled in.
+// EndExec commits what the exec changed with its record, whose After is
+// that commit's epoch, pinned. An exec that changed nothing costs no
+// commit: its record rides with a later one. rec's ID, Before, After and
+// Start are filled in.
 func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*ExecRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.syncAllLocked(ctx); err != nil {
-		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
-	}
 	rec.ID, rec.Before, rec.Start = c.id, c.before, c.start
 	if rec.End == 0 {
 		rec.End = time.Now().UnixNano()
 	}
-	rec.After = f.inFlightEpochLocked()
 	if len(rec.Command) > maxCommandBytes {
 		rec.Command = rec.Command[:maxCommandBytes]
 	}
 	if len(rec.Paths) > maxExecPaths {
 		rec.Paths, rec.PathsTruncated = rec.Paths[:maxExecPaths], true
 	}
-	if rec.After == rec.Before {
+	changed := f.inFlightEpochLocked() != c.before || len(f.dirty) > 0 || len(f.dead) > 0 || len(f.jn.mem) > 0 || len(f.jn.flagged) > 0
+	if !changed {
 		// No commit since: the before pin was never written, and
-		// nothing needs keeping.
+		// nothing needs keeping. The record rides with a later commit.
 		for i, op := range f.cps.pending {
 			if bytes.Equal(op.pin, c.pin) {
 				f.cps.pending = append(f.cps.pending[:i], f.cps.pending[i+1:]...)
 				break
 			}
 		}
-	} else {
-		f.cps.pending = append(f.cps.pending, cpOp{pin: pinKey(rec.After, c.id, 'a')})
+		rec.After = c.before
+		val, err := json.Marshal(&rec)
+		if err != nil {
+			return nil, err
+		}
+		f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val})
+		f.kickCommit()
+		return &rec, nil
 	}
+	// The record goes in the commit of the exec's last changes (or one
+	// of its own), which is its After: a crash never keeps the changes
+	// and loses the record that can undo them.
 	val, err := json.Marshal(&rec)
 	if err != nil {
 		return nil, err
 	}
-	f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val})
-	f.kickCommit()
+	ap := &afterPin{id: c.id}
+	f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val, after: ap})
+	if err := f.syncAllLocked(ctx); err != nil {
+		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
+	}
+	for ap.epoch == 0 {
+		// syncAllLocked waited for a commit taken after the record was
+		// queued, so this only loops if that commit failed.
+		if f.broken != nil {
+			return nil, f.broken
+		}
+		if err := f.waitCommitLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rec.After = ap.epoch
 	return &rec, nil
 }
 
 // writeCheckpointsTx writes pending checkpoint ops at the start of a
 // commit, before its recorder reads the pins, and drops the oldest
 // records past MaxCheckpoints. It returns the new count of records.
-func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int) (int, error) {
+func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64) (int, error) {
 	if len(ops) == 0 {
 		return records, nil
 	}
@@ -198,7 +226,23 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int) (int, error)
 			}
 		}
 		if op.key != nil {
-			if err := snaps.Put(op.key, op.val); err != nil {
+			val := op.val
+			if op.after != nil {
+				var r ExecRecord
+				if err := json.Unmarshal(val, &r); err != nil {
+					return records, err
+				}
+				r.After = epoch
+				var err error
+				if val, err = json.Marshal(&r); err != nil {
+					return records, err
+				}
+				if err := pins.Put(pinKey(epoch, op.after.id, 'a'), nil); err != nil {
+					return records, err
+				}
+				op.after.epoch = epoch
+			}
+			if err := snaps.Put(op.key, val); err != nil {
 				return records, err
 			}
 			records++

@@ -187,7 +187,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	tx.SetEpoch(epoch)
 	// Exec pins first: this commit's recorder must keep what they pin.
 	var err error
-	if snap.cpRecords, err = writeCheckpointsTx(tx, snap.cps, snap.cpRecords); err != nil {
+	if snap.cpRecords, err = writeCheckpointsTx(tx, snap.cps, snap.cpRecords, epoch); err != nil {
 		return fmt.Errorf("exec checkpoints: %w", err)
 	}
 	rec, err := versions.Attach(tx.Tx, epoch)

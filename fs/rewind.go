@@ -482,7 +482,7 @@ func (f *FS) rewindLive(ctx context.Context, plan func(tx *chunkstore.Tx) (*rewi
 	f.cps.pending = nil
 	err := f.update(func(tx *chunkstore.Tx) error {
 		var err error
-		if _, err = writeCheckpointsTx(tx, ops, f.cps.records); err != nil {
+		if _, err = writeCheckpointsTx(tx, ops, f.cps.records, f.epoch); err != nil {
 			return err
 		}
 		if epoch, err = beginRewindTx(tx); err != nil {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 )
@@ -351,4 +354,90 @@ func TestUndoOutOfOrder(t *testing.T) {
 			fsckClosed(t, f, path)
 		})
 	}
+}
+
+const undoWorkerEnv = "COMPUTERFS_UNDO_WORKER"
+
+// undoKillFiles writes the files of TestUndoKill's states: gen 1 is the
+// base, gen 2 what each exec makes of it.
+func undoKillFiles(t *testing.T, f *FS, gen byte) {
+	for i := range 30 {
+		putFile(t, f, RootIno, fmt.Sprintf("f%02d", i), bytes.Repeat([]byte{gen, byte(i)}, 3000+int(gen)*100))
+	}
+	if gen == 2 {
+		f.Unlink(RootIno, "f07")
+	}
+}
+
+// TestUndoWorker is TestUndoKill's child: it runs an exec that changes
+// the store named in its environment, undoes it, and again, until
+// killed.
+func TestUndoWorker(t *testing.T) {
+	path := os.Getenv(undoWorkerEnv)
+	if path == "" {
+		t.Skip("TestUndoKill's child process")
+	}
+	// No commit but the ones exec checkpoints and undo make: the exec's
+	// changes land in one commit with its record.
+	f, err := Open(path, Options{Logger: quietLog(), CommitInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		execAs(t, f, fmt.Sprintf("w%d-%d", os.Getpid(), i), func() { undoKillFiles(t, f, 2) })
+		if _, _, _, err := f.Undo(context.Background(), UndoOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestUndoKill: kill -9 while execs run and are undone leaves the tree
+// before an exec or after it, never a mix, in a store fsck finds clean;
+// and an exec whose changes survived can still be undone.
+func TestUndoKill(t *testing.T) {
+	f, path := openSmallChunks(t)
+	undoKillFiles(t, f, 1)
+	wantA := manifest(t, f)
+	f.Close()
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	sawB := 0
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestUndoWorker$")
+		cmd.Env = append(os.Environ(), undoWorkerEnv+"="+path)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+round*17%90) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatalf("round %d: open after kill -9: %v", round, err)
+		}
+		r, err := Check(st, false)
+		st.Close()
+		if err != nil || !r.Clean() {
+			t.Fatalf("round %d: fsck after kill -9: %v %q", round, err, r.Problems)
+		}
+		f, err := Open(path, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := manifest(t, f)
+		if got != wantA {
+			// After an exec: its record survived with it, and undoes it.
+			sawB++
+			if _, _, _, err := f.Undo(context.Background(), UndoOptions{}); err != nil {
+				t.Fatalf("round %d: the tree is not the base, and undo fails: %v\n%s", round, err, got)
+			}
+			if got := manifest(t, f); got != wantA {
+				t.Fatalf("round %d: the tree is neither state:\n%s", round, got)
+			}
+		}
+		f.Close()
+	}
+	t.Logf("%d of %d rounds ended after an exec, the rest before one or after its undo", sawB, rounds)
 }

@@ -185,6 +185,21 @@ func TestStdio(t *testing.T) {
 			}
 			fails(t, cs, "snapshot", map[string]any{"name": "before"}, "snapshot before")
 			fails(t, cs, "diff", map[string]any{"from": "nope"}, "diff nope")
+			// Undo the exec that made /src/made.txt, then restore the rest.
+			c = ok(t, cs, "undo", map[string]any{})
+			if !strings.Contains(c.text, "undid exec") || !strings.Contains(c.text, "/src/made.txt") {
+				t.Errorf("undo: %s", c.text)
+			}
+			fails(t, cs, "read", map[string]any{"file_path": "/src/made.txt"}, "no such file")
+			c = ok(t, cs, "restore", map[string]any{"name": "before"})
+			if !strings.Contains(c.text, "restored the workspace to snapshot before") {
+				t.Errorf("restore: %s", c.text)
+			}
+			c = ok(t, cs, "read", map[string]any{"file_path": "/src/main.go"})
+			if !strings.Contains(c.text, "     3\tfunc main() {}") {
+				t.Errorf("read after the restore: %s", c.text)
+			}
+			fails(t, cs, "undo", map[string]any{"exec_id": "nope"}, "no record of that exec")
 			// Exec's stdin is not the protocol's: cat reads nothing and the
 			// session goes on.
 			c = ok(t, cs, "exec", map[string]any{"command": "cat; echo still"})

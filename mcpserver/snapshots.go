@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +21,12 @@ type Snapshots interface {
 	// Diff lists what differs from snapshot name to snapshot other ("" for
 	// the workspace now).
 	Diff(ctx context.Context, name, other string) ([]DiffEntry, error)
+	// Restore puts the workspace back as snapshot name has it (only the
+	// files under paths, if any), live.
+	Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error)
+	// Undo reverts one exec's changes (the last that changed something
+	// if opts.Exec is empty).
+	Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error)
 }
 
 // Snapshot is one named state.
@@ -80,6 +87,14 @@ func (d daemonSnapshots) Diff(ctx context.Context, name, other string) ([]DiffEn
 	return out, nil
 }
 
+func (d daemonSnapshots) Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error) {
+	return d.c.Restore(ctx, name, paths)
+}
+
+func (d daemonSnapshots) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error) {
+	return d.c.Undo(ctx, opts)
+}
+
 type snapshotIn struct {
 	Name string `json:"name,omitempty" jsonschema:"the snapshot's name (1 to 255 bytes, no /); default: one made from the time"`
 	List bool   `json:"list,omitempty" jsonschema:"list the snapshots instead of making one"`
@@ -93,6 +108,23 @@ type snapshotOut struct {
 type diffIn struct {
 	From string `json:"from" jsonschema:"the snapshot to compare from"`
 	To   string `json:"to,omitempty" jsonschema:"the later snapshot to compare with (default: the workspace now)"`
+}
+
+type restoreIn struct {
+	Name  string   `json:"name" jsonschema:"the snapshot to put the workspace back to"`
+	Paths []string `json:"paths,omitempty" jsonschema:"only the files under these workspace paths (default: the whole workspace)"`
+}
+
+type undoIn struct {
+	ExecID string `json:"exec_id,omitempty" jsonschema:"the exec to undo, as exec returned it in exec_id (default: the last exec that changed something and is not undone)"`
+	Force  bool   `json:"force,omitempty" jsonschema:"put back files that later changes touched too (they lose those changes)"`
+}
+
+type rewindOut struct {
+	ExecID  string   `json:"exec_id,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Records int      `json:"records"`
+	Paths   []string `json:"paths"`
 }
 
 type diffOut struct {
@@ -148,6 +180,89 @@ Take one before a risky change (a refactoring, a build that writes files, a depe
 Use it to review what a command or a session changed; read the files for their content.`,
 		Annotations: &mcp.ToolAnnotations{Title: "What changed since a snapshot", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}, s.diff)
+	addTool(s.mcp, &mcp.Tool{
+		Name:  "restore",
+		Title: "Put the workspace back as a snapshot has it",
+		Description: `Puts the workspace back as a snapshot saw it, in one atomic step, while it is in use: every file changed since gets its content and attributes back, files made since are removed, files removed since come back. paths limits it to the files under those paths, and leaves everything else as it is now.
+Everything changed since the snapshot (under paths) is lost: diff first to see what that is.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Restore a snapshot", DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+	}, s.restore)
+	addTool(s.mcp, &mcp.Tool{
+		Name:  "undo",
+		Title: "Undo an exec",
+		Description: `Reverts exactly the files one exec changed (whichever backend ran it: shell, js, container), in one atomic step: files it wrote get their earlier content back, files it made are removed, files it removed come back. Without exec_id, the last exec that changed something.
+If a later change (another exec, a write or edit) touched the same files, it refuses and names them; force: true puts them back anyway, losing those later changes. Undo the last execs first to go back step by step.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Undo an exec", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+	}, s.undo)
+}
+
+func (s *Server) restore(ctx context.Context, req *mcp.CallToolRequest, in restoreIn) (*mcp.CallToolResult, rewindOut, error) {
+	if in.Name == "" {
+		return nil, rewindOut{}, fmt.Errorf("restore: name is empty: name a snapshot (snapshot with list: true lists them)")
+	}
+	paths := make([]string, 0, len(in.Paths))
+	for _, p := range in.Paths {
+		wp, err := s.wsPath(p, "path")
+		if err != nil {
+			return nil, rewindOut{}, err
+		}
+		paths = append(paths, wp)
+	}
+	rep, err := s.opts.Snapshots.Restore(ctx, in.Name, paths)
+	if err != nil {
+		return nil, rewindOut{}, toolError("restore", in.Name, err)
+	}
+	out := rewindOut{Records: rep.Records, Paths: nonNil(rep.Paths)}
+	text := fmt.Sprintf("restored the workspace to snapshot %s", in.Name)
+	if len(paths) > 0 {
+		text += " under " + strings.Join(paths, ", ")
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text + rewindText(rep)}}}, out, nil
+}
+
+func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest, in undoIn) (*mcp.CallToolResult, rewindOut, error) {
+	rec, rep, err := s.opts.Snapshots.Undo(ctx, fs.UndoOptions{Exec: in.ExecID, Force: in.Force})
+	if err != nil {
+		return nil, rewindOut{}, toolError("undo", in.ExecID, err)
+	}
+	out := rewindOut{ExecID: rec.ID, Command: rec.Command, Records: rep.Records, Paths: nonNil(rep.Paths)}
+	text := fmt.Sprintf("undid exec %s (%s: %s)", rec.ID, rec.Backend, firstLine(rec.Command))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text + rewindText(rep)}}}, out, nil
+}
+
+// rewindText lists what a restore or an undo changed.
+func rewindText(rep *fs.RewindReport) string {
+	if len(rep.Paths) == 0 {
+		return fmt.Sprintf(": %d records", rep.Records)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "; paths changed:")
+	for i, p := range rep.Paths {
+		if i == maxDiffLines {
+			fmt.Fprintf(&b, "\n[and %d more: the structured result lists them all]", len(rep.Paths)-i)
+			break
+		}
+		b.WriteString("\n" + p)
+	}
+	return b.String()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	line, _, cut := strings.Cut(s, "\n")
+	if cut || len(line) > 80 {
+		if len(line) > 80 {
+			line = line[:80]
+		}
+		return line + " …"
+	}
+	return line
 }
 
 func (s *Server) snapshot(ctx context.Context, req *mcp.CallToolRequest, in snapshotIn) (*mcp.CallToolResult, snapshotOut, error) {

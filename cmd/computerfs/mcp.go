@@ -165,6 +165,16 @@ func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserv
 	return out, err
 }
 
+func (s storeSnapshots) Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error) {
+	rep, _, err := s.f.Restore(ctx, name, fs.RestoreOptions{Paths: paths})
+	return rep, err
+}
+
+func (s storeSnapshots) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error) {
+	rec, rep, _, err := s.f.Undo(ctx, opts)
+	return rec, rep, err
+}
+
 // openHere opens the store of a workspace no daemon holds, in this
 // process, for the commands that work through the daemon when one runs.
 func openHere(e *env, ws string) (*fs.FS, error) {

@@ -54,7 +54,7 @@ async function call(name, args, opts) {
 try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ["diff", "edit", "exec", "glob", "grep", "ls", "multi_edit", "read", "snapshot", "write"];
+  const want = ["diff", "edit", "exec", "glob", "grep", "ls", "multi_edit", "read", "restore", "snapshot", "undo", "write"];
   check("tools/list", JSON.stringify(names) === JSON.stringify(want), JSON.stringify(names));
   const exec = tools.find((t) => t.name === "exec");
   check("exec's backend enum", JSON.stringify(exec?.inputSchema?.properties?.backend?.enum ?? []).includes("shell"),
@@ -141,6 +141,19 @@ try {
 
   r = await call("diff", { from: "start" });
   check("diff", !r.isError && text(r).includes("added    /ts/app.ts") && r.structuredContent?.count >= 2, text(r));
+
+  // Undo the last exec that changed something, then restore the start.
+  r = await call("exec", { command: "echo undo-me > /ts/undo.txt" });
+  const undoID = r.structuredContent?.exec_id;
+  r = await call("undo", {});
+  check("undo", !r.isError && undoID && r.structuredContent?.exec_id === undoID && text(r).includes("/ts/undo.txt"), text(r));
+  r = await call("read", { file_path: "/ts/undo.txt" });
+  check("undo removed what the exec made", r.isError === true, text(r));
+  check("undo is destructive", tools.find((t) => t.name === "undo")?.annotations?.destructiveHint === true);
+  r = await call("restore", { name: "start" });
+  check("restore", !r.isError && text(r).includes("\n/ts"), text(r));
+  r = await call("diff", { from: "start" });
+  check("nothing differs after the restore", !r.isError && r.structuredContent?.count === 0, text(r));
 
   r = await call("read", { file_path: "/nope" });
   check("errors are tool errors that say what to do", r.isError === true && text(r).includes("no such file"), text(r));
