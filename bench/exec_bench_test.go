@@ -20,7 +20,15 @@ import (
 // BenchmarkShellExecEcho times one exec round trip on a warm shell
 // plugin: the request to the runtime, the plugin's interpreter running
 // `echo hi`, its output and exit back. The issue's target is under 5 ms.
-func BenchmarkShellExecEcho(b *testing.B) {
+func BenchmarkShellExecEcho(b *testing.B) { benchShellExec(b, "echo hi", "hi\n") }
+
+// BenchmarkShellExecWrite is BenchmarkShellExecEcho with a command that
+// changes the workspace (`echo hi > /f; echo hi`): it pays the exec's
+// checkpoints, a commit (and its fsync) of what it changed together with
+// its record, so that undo can revert it.
+func BenchmarkShellExecWrite(b *testing.B) { benchShellExec(b, "echo hi > /f; echo hi", "hi\n") }
+
+func benchShellExec(b *testing.B, script, want string) {
 	dir := b.TempDir()
 	plugins := filepath.Join(dir, "plugins")
 	out, err := exec.Command("go", "build", "-o", filepath.Join(plugins, "computerfs-plugin-shell"), "../cmd/plugin-shell").CombinedOutput()
@@ -42,8 +50,8 @@ func BenchmarkShellExecEcho(b *testing.B) {
 	ctx := context.Background()
 	run := func() {
 		var stdout bytes.Buffer
-		res, err := rt.Exec(ctx, &backends.Request{Backend: "shell", Argv: []string{"echo hi"}}, &stdout, io.Discard)
-		if err != nil || backends.ExitStatus(res.Exit) != 0 || stdout.String() != "hi\n" {
+		res, err := rt.Exec(ctx, &backends.Request{Backend: "shell", Argv: []string{script}}, &stdout, io.Discard)
+		if err != nil || backends.ExitStatus(res.Exit) != 0 || stdout.String() != want {
 			b.Fatalf("exec: %v, %+v, %q", err, res, stdout.String())
 		}
 	}

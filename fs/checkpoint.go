@@ -122,6 +122,12 @@ type ExecCheckpoint struct {
 // Before is the epoch the exec started from.
 func (c *ExecCheckpoint) Before() uint64 { return c.before }
 
+// treeCleanLocked says that no change of the tree waits for a commit and
+// none is being committed.
+func (f *FS) treeCleanLocked() bool {
+	return len(f.dirty) == 0 && len(f.dead) == 0 && len(f.jn.mem) == 0 && len(f.jn.flagged) == 0 && f.snapTaken == f.snapDone
+}
+
 // inFlightEpochLocked is the epoch that holds every change made so far
 // once committed: the last commit's, or the one being committed.
 func (f *FS) inFlightEpochLocked() uint64 {
@@ -139,8 +145,12 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.syncAllLocked(ctx); err != nil {
-		return nil, fmt.Errorf("checkpoint before exec %s: %w", id, err)
+	// Commit what is pending, unless nothing is (an exec record waiting
+	// for a commit is not a change of the tree, and needs none now).
+	if !f.treeCleanLocked() {
+		if err := f.syncAllLocked(ctx); err != nil {
+			return nil, fmt.Errorf("checkpoint before exec %s: %w", id, err)
+		}
 	}
 	c := &ExecCheckpoint{id: id, before: f.inFlightEpochLocked(), start: time.Now().UnixNano()}
 	c.pin = pinKey(c.before, id, 'b')
@@ -165,8 +175,7 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	if len(rec.Paths) > maxExecPaths {
 		rec.Paths, rec.PathsTruncated = rec.Paths[:maxExecPaths], true
 	}
-	changed := f.inFlightEpochLocked() != c.before || len(f.dirty) > 0 || len(f.dead) > 0 || len(f.jn.mem) > 0 || len(f.jn.flagged) > 0
-	if !changed {
+	if f.inFlightEpochLocked() == c.before && f.treeCleanLocked() {
 		// No commit since: the before pin was never written, and
 		// nothing needs keeping. The record rides with a later commit.
 		for i, op := range f.cps.pending {
@@ -180,8 +189,9 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		if err != nil {
 			return nil, err
 		}
+		// Not kicked: the committer's next tick (or any commit before
+		// it) takes it, so that execs that change nothing cost none.
 		f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val})
-		f.kickCommit()
 		return &rec, nil
 	}
 	// The record goes in the commit of the exec's last changes (or one
