@@ -43,12 +43,27 @@ func TestSnapshotCLI(t *testing.T) {
 		!strings.Contains(r.stdout, "M /data.bin (300000 -> 4 bytes)") {
 		t.Errorf("diff through the daemon: %v", r)
 	}
+	r = cli(t, home, "snapshot", "diff", "--patch", mnt, "live")
+	for _, want := range []string{
+		"D /src/main.go (13 bytes)\n--- a/src/main.go\n+++ /dev/null\n@@ -1 +0,0 @@\n-package main\n",
+		"A /junk (4 bytes)\n--- /dev/null\n+++ b/junk\n@@ -0,0 +1 @@\n+junk\n\\ No newline at end of file\n",
+		"M /data.bin (300000 -> 4 bytes)\nBinary files a/data.bin and b/data.bin differ\n",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("diff --patch through the daemon: want\n%s\nin %v", want, r)
+		}
+	}
+	daemonJSON := cli(t, home, "snapshot", "diff", "--patch", "--json", mnt, "live")
 	if r := cli(t, home, "snapshot", "restore", ws, "live"); r.code == 0 || !strings.Contains(r.stderr, "unmount it first") {
 		t.Errorf("restore of a served workspace: %v", r)
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(t, 30*time.Second)
 
+	// Offline, the same diff and patches.
+	if r := cli(t, home, "snapshot", "diff", "--patch", "--json", ws, "live"); r.code != 0 || r.stdout != daemonJSON.stdout || !strings.Contains(r.stdout, `"patch": "--- a/src/main.go`) {
+		t.Errorf("diff --patch --json offline:\n%v\nthrough the daemon:\n%v", r, daemonJSON)
+	}
 	if r := cli(t, home, "snapshot", "restore", ws, "live"); r.code != 0 || !strings.Contains(r.stdout, "restored") {
 		t.Fatalf("restore: %v", r)
 	}
