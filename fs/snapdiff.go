@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -72,37 +73,38 @@ func DiffSnapshots(store *chunkstore.Store, a, b string) ([]DiffEntry, error) {
 func DiffSnapshotsWith(store *chunkstore.Store, a, b string, o DiffOptions) ([]DiffEntry, error) {
 	var out []DiffEntry
 	err := store.View(func(tx *chunkstore.Tx) error {
-		epochOf := func(name string) (uint64, error) {
+		snapOf := func(name string) (Snapshot, error) {
 			if name == "" {
 				v, err := tx.Sealed(bucketMeta).Get(keyEpoch)
 				e, _ := u64(v)
-				return e, err
+				return Snapshot{Epoch: e, Created: math.MaxInt64}, err
 			}
 			v, err := tx.Sealed(bucketSnapshots).Get([]byte(name))
 			if err != nil {
-				return 0, err
+				return Snapshot{}, err
 			}
 			if v == nil {
-				return 0, fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
+				return Snapshot{}, fmt.Errorf("snapshot %s: %w", name, ErrNoSnapshot)
 			}
-			s, err := decodeSnapshot(name, v)
-			return s.Epoch, err
+			return decodeSnapshot(name, v)
 		}
-		ea, err := epochOf(a)
+		sa, err := snapOf(a)
 		if err != nil {
 			return err
 		}
-		eb, err := epochOf(b)
+		sb, err := snapOf(b)
 		if err != nil {
 			return err
 		}
+		ea, eb := sa.Epoch, sb.Epoch
 		if eb < ea {
 			return fmt.Errorf("diff %s %s: the second is older than the first: %w", a, b, syscall.EINVAL)
 		}
 		atA, atB := versions.NewAt(tx.Tx, ea), versions.NewAt(tx.Tx, eb)
-		nA := newNamer(atA, nil)
-		nB := newNamer(atB, nA)
 		inos := make(map[Ino]bool)
+		jp := &journalPaths{tx: tx, from: sa.Created, to: sb.Created, inos: inos}
+		nA := newNamer(atA, nil, jp)
+		nB := newNamer(atB, nA, jp)
 		err = versions.Changed(tx.Tx, ea, func(id byte, key []byte) error {
 			if len(key) < 8 {
 				return nil
@@ -222,6 +224,10 @@ func DiffSnapshotsWith(store *chunkstore.Store, a, b string, o DiffOptions) ([]D
 // tests that check that a diff needs none.
 var namesAtWalks atomic.Int64
 
+// diffDirReads counts the directories that diffs read whole, for the
+// same tests.
+var diffDirReads atomic.Int64
+
 // namesAt is one name of every named inode at a state: a walk of every
 // directory entry.
 func namesAt(at *versions.At) (map[Ino]dirName, error) {
@@ -251,6 +257,8 @@ type namer struct {
 	// taken when it names the inode here too: a file keeps its path
 	// unless it was renamed, even if it has other names.
 	other   *namer
+	journal *journalPaths          // paths the change journal gives, shared
+	seeded  bool                   // the directories on them named
 	hints   map[Ino]dirName        // changed entries that name an inode here
 	names   map[Ino]dirName        // resolved
 	unnamed map[Ino]bool           // resolved: nothing names it here
@@ -258,8 +266,8 @@ type namer struct {
 	all     map[Ino]dirName        // the walk of the tree, if one was needed
 }
 
-func newNamer(at *versions.At, other *namer) *namer {
-	return &namer{at: at, other: other, hints: map[Ino]dirName{}, names: map[Ino]dirName{}, unnamed: map[Ino]bool{}, dirs: map[Ino]map[Ino]string{}}
+func newNamer(at *versions.At, other *namer, jp *journalPaths) *namer {
+	return &namer{at: at, other: other, journal: jp, hints: map[Ino]dirName{}, names: map[Ino]dirName{}, unnamed: map[Ino]bool{}, dirs: map[Ino]map[Ino]string{}}
 }
 
 // hint records that entry d names ino at the namer's state; of several,
@@ -273,6 +281,23 @@ func (n *namer) hint(ino Ino, d dirName) {
 // name is one entry that names ino at the state: its directory and name;
 // false if none does.
 func (n *namer) name(ino Ino) (dirName, bool, error) {
+	if !n.seeded && n.journal != nil {
+		// The directories on the journal's paths, named at once: a
+		// directory changed for its entries' sake has no record of its
+		// own there.
+		n.seeded = true
+		all, err := n.journal.all()
+		if err != nil {
+			return dirName{}, false, err
+		}
+		for ino, paths := range all {
+			for _, p := range paths {
+				if _, _, err := n.follow(p, ino); err != nil {
+					return dirName{}, false, err
+				}
+			}
+		}
+	}
 	if d, ok := n.names[ino]; ok {
 		return d, true, nil
 	}
@@ -321,6 +346,17 @@ func (n *namer) resolve(ino Ino) (dirName, bool, error) {
 	if d, ok := n.hints[ino]; ok {
 		return d, true, nil
 	}
+	if n.journal != nil {
+		paths, err := n.journal.of(ino)
+		if err != nil {
+			return dirName{}, false, err
+		}
+		for i := len(paths) - 1; i >= 0; i-- { // the latest first
+			if d, ok, err := n.follow(paths[i], ino); err != nil || ok {
+				return d, ok, err
+			}
+		}
+	}
 	if a.Parent != 0 {
 		kids, err := n.entries(a.Parent)
 		if err != nil {
@@ -341,11 +377,135 @@ func (n *namer) resolve(ino Ino) (dirName, bool, error) {
 	return d, ok, nil
 }
 
+// follow says whether path names ino at the state, by a lookup of each
+// of its names; if so, it is the entry that names it. The directories on
+// the way are named either way.
+func (n *namer) follow(path string, ino Ino) (dirName, bool, error) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	type step struct {
+		ino Ino
+		dirName
+	}
+	steps := make([]step, 0, len(parts))
+	dir := RootIno
+	for _, p := range parts {
+		if p == "" || len(steps) > 4096 {
+			return dirName{}, false, nil
+		}
+		v, err := n.at.Get(bucketDirents, direntKey(dir, p))
+		if err != nil {
+			return dirName{}, false, fmt.Errorf("diff: entry %q of directory %d: %w", p, dir, err)
+		}
+		if v == nil {
+			return dirName{}, false, nil
+		}
+		de, err := decodeDirent(v)
+		if err != nil {
+			return dirName{}, false, nil
+		}
+		steps = append(steps, step{de.Ino, dirName{parent: dir, name: p}})
+		dir = de.Ino
+	}
+	for _, s := range steps[:len(steps)-1] {
+		if _, ok := n.names[s.ino]; !ok {
+			n.names[s.ino] = s.dirName
+		}
+	}
+	if dir != ino {
+		return dirName{}, false, nil
+	}
+	return steps[len(steps)-1].dirName, true, nil
+}
+
+// journalPaths are the paths that the change journal's records between
+// two snapshots' times give the changed inodes: hints, which a namer
+// follows at its state before it reads a directory. Read once, when a
+// namer first needs one: a binary search of the journal for the first
+// record after the earlier snapshot, then the records up to the later
+// one, in proportion to the changes (fewer if the journal was pruned
+// since; records made while a snapshot was taken may be missed, which
+// costs a read of a directory, not a wrong name).
+type journalPaths struct {
+	tx       *chunkstore.Tx
+	from, to int64 // the snapshots' creation times, nanoseconds
+	inos     map[Ino]bool
+	read     bool
+	paths    map[Ino][]string
+}
+
+func (j *journalPaths) of(ino Ino) ([]string, error) {
+	all, err := j.all()
+	return all[ino], err
+}
+
+func (j *journalPaths) all() (map[Ino][]string, error) {
+	if !j.read {
+		j.read = true
+		j.paths = make(map[Ino][]string)
+		if err := j.load(); err != nil {
+			return nil, err
+		}
+	}
+	return j.paths, nil
+}
+
+func (j *journalPaths) load() error {
+	b := j.tx.Sealed(bucketJournal)
+	if !b.Exists() {
+		return nil
+	}
+	c := b.Cursor()
+	first, _, err := c.First()
+	if err != nil || first == nil {
+		return nil // hints only: a damaged journal is fsck's to report
+	}
+	last, _, err := c.Last()
+	if err != nil || last == nil {
+		return nil
+	}
+	// The first record made after the earlier snapshot.
+	lo, hi := keyIno(first), keyIno(last)+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		k, v, err := c.Seek(inoKey(mid))
+		if err != nil || k == nil {
+			return nil
+		}
+		ch, err := decodeChange(uint64(keyIno(k)), v)
+		if err != nil {
+			return nil
+		}
+		if ch.Time <= j.from {
+			lo = keyIno(k) + 1
+		} else {
+			hi = mid
+		}
+	}
+	for k, v, err := c.Seek(inoKey(lo)); k != nil; k, v, err = c.Next() {
+		if err != nil {
+			return nil
+		}
+		ch, err := decodeChange(uint64(keyIno(k)), v)
+		if err != nil || ch.Time > j.to {
+			return nil
+		}
+		if j.inos[ch.Ino] {
+			for _, p := range []string{ch.Path, ch.NewPath} {
+				if p != "" {
+					j.paths[ch.Ino] = append(j.paths[ch.Ino], p)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // entries reads directory dir's entries once: child → its first name.
 func (n *namer) entries(dir Ino) (map[Ino]string, error) {
 	if kids, ok := n.dirs[dir]; ok {
 		return kids, nil
 	}
+	diffDirReads.Add(1)
 	kids := make(map[Ino]string)
 	err := n.at.Prefix(bucketDirents, inoKey(dir), func(k, v []byte) error {
 		d, err := decodeDirent(v)

@@ -37,8 +37,8 @@ func showDiff(d []DiffEntry) string {
 }
 
 // TestDiffWithoutWalk: a diff names what changed without walking the
-// tree, through renames of files and directories, hard links, and files
-// modified in place deep down.
+// tree or reading a directory whole, through renames of files and
+// directories, hard links, and files modified in place deep down.
 func TestDiffWithoutWalk(t *testing.T) {
 	ctx := context.Background()
 	f, path := openSmallChunks(t)
@@ -66,21 +66,27 @@ func TestDiffWithoutWalk(t *testing.T) {
 	if _, err := f.CreateSnapshot(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	ino3 := mustLookup(t, f, deep.Ino, "3").Ino
-	if _, err := f.Open(ino3); err != nil { // no lookup: the record's parent names it
-		t.Fatal(err)
+	// Writes as through the mount: the kernel's lookups keep the nodes,
+	// and with them the names that the journal's records give.
+	write := func(parent Ino, name, data string) {
+		a, err := f.Lookup(Caller{Kernel: true}, parent, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Open(a.Ino)
+		f.Write(ctx, a.Ino, 0, []byte(data), false)
+		f.Release(a.Ino)
 	}
-	f.Write(ctx, ino3, 0, []byte("FILE 3\n"), false)
-	f.Release(ino3)
-	put(deep.Ino, "5", "file 5, longer now\n")
+	write(deep.Ino, "3", "FILE 3\n")
+	write(deep.Ino, "5", "file 5, longer now\n")
 	f.Unlink(deep.Ino, "1")
 	put(deep.Ino, "6", "new\n")
 	if err := f.Rename(RootIno, "old", src.Ino, "new", 0); err != nil {
 		t.Fatal(err)
 	}
-	put(RootIno, "linked", "ONE INODE\n")
+	write(RootIno, "linked", "ONE INODE\n")
 	f.Unlink(RootIno, "README")
-	before := namesAtWalks.Load()
+	before, reads := namesAtWalks.Load(), diffDirReads.Load()
 	d := diffOf(t, f, path, "a", "", DiffOptions{})
 	// Sorted by path: the deleted README by its old path.
 	want := strings.Join([]string{
@@ -98,6 +104,9 @@ func TestDiffWithoutWalk(t *testing.T) {
 	if n := namesAtWalks.Load() - before; n != 0 {
 		t.Errorf("the diff walked the tree %d times", n)
 	}
+	if n := diffDirReads.Load() - reads; n != 0 {
+		t.Errorf("the diff read %d directories whole; the journal's paths name every file", n)
+	}
 }
 
 func mustLookup(t *testing.T, f *FS, parent Ino, name string) Attr {
@@ -109,9 +118,11 @@ func mustLookup(t *testing.T, f *FS, parent Ino, name string) Attr {
 	return a
 }
 
-// TestDiffWalkFallback: a file whose record has no parent (written before
-// files had them) or whose parent no longer names it (a hard link
-// removed) is still named right, by one walk of the tree.
+// TestDiffWalkFallback: a file changed without a path the journal knows
+// is named by its record's parent and a read of that directory; one
+// whose record has no parent (written before files had them) or whose
+// parent no longer names it (a hard link removed) is still named right,
+// by one walk of the tree.
 func TestDiffWalkFallback(t *testing.T) {
 	ctx := context.Background()
 	f, path := openSmallChunks(t)
@@ -125,6 +136,7 @@ func TestDiffWalkFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	legacy := putFile(t, f, d.Ino, "legacy", []byte("old\n"))
+	plain := putFile(t, f, d.Ino, "plain", []byte("old\n"))
 	f.Close()
 	// Make legacy's record as it was written before files had parents.
 	st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
@@ -155,14 +167,14 @@ func TestDiffWalkFallback(t *testing.T) {
 	if _, err := f.CreateSnapshot(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	for _, ino := range []Ino{x.Ino, legacy.Ino} { // no lookups: the records say where they are
+	for _, ino := range []Ino{x.Ino, legacy.Ino, plain.Ino} { // no lookups, so no paths in the journal
 		f.Open(ino)
 		f.Write(ctx, ino, 0, []byte("NEW\n"), false)
 		f.Release(ino)
 	}
 	before := namesAtWalks.Load()
 	got := showDiff(diffOf(t, f, path, "a", "", DiffOptions{}))
-	if want := "modified /d/legacy /d/legacy\nmodified /d/y /d/y"; got != want {
+	if want := "modified /d/legacy /d/legacy\nmodified /d/plain /d/plain\nmodified /d/y /d/y"; got != want {
 		t.Errorf("diff:\n%s\nwant\n%s", got, want)
 	}
 	if n := namesAtWalks.Load() - before; n != 1 {
