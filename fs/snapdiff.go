@@ -163,6 +163,18 @@ func DiffSnapshotsWith(store *chunkstore.Store, a, b string, o DiffOptions) ([]D
 					return fmt.Errorf("diff: %w", err)
 				}
 			}
+			if ra != nil && rb != nil && !nA.hinted(ino) && !nB.hinted(ino) {
+				// No entry that names it changed: only its content could
+				// have, and nothing did if its records are the same (a
+				// change after the later state, say, or one undone).
+				same, err := sameContent(atA, atB, ino, ra, rb)
+				if err != nil {
+					return err
+				}
+				if same {
+					continue
+				}
+			}
 			pathA, namedA, err := nA.path(ino)
 			if err != nil {
 				return err
@@ -276,6 +288,12 @@ func (n *namer) hint(ino Ino, d dirName) {
 	if h, ok := n.hints[ino]; !ok || d.parent < h.parent || d.parent == h.parent && d.name < h.name {
 		n.hints[ino] = d
 	}
+}
+
+// hinted says whether a changed entry names ino at the state.
+func (n *namer) hinted(ino Ino) bool {
+	_, ok := n.hints[ino]
+	return ok
 }
 
 // name is one entry that names ino at the state: its directory and name;

@@ -272,3 +272,31 @@ func TestDiffPatch(t *testing.T) {
 		t.Errorf("no patch was cut by the total limit")
 	}
 }
+
+// TestDiffLaterChanges: files changed only after the later snapshot are
+// not in a diff of two snapshots, and cost no read of their directories.
+func TestDiffLaterChanges(t *testing.T) {
+	ctx := context.Background()
+	f, path := openSmallChunks(t)
+	x := putFile(t, f, RootIno, "x", []byte("x\n"))
+	y := putFile(t, f, RootIno, "y", []byte("y\n"))
+	f.CreateSnapshot(ctx, "a")
+	if _, err := f.Lookup(Caller{Kernel: true}, RootIno, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ino := range []Ino{x.Ino, y.Ino} {
+		if ino == y.Ino {
+			f.CreateSnapshot(ctx, "b")
+		}
+		f.Open(ino)
+		f.Write(ctx, ino, 0, []byte("NEW\n"), false)
+		f.Release(ino)
+	}
+	reads := diffDirReads.Load()
+	if got := showDiff(diffOf(t, f, path, "a", "b", DiffOptions{})); got != "modified /x /x" {
+		t.Errorf("diff a b:\n%s", got)
+	}
+	if n := diffDirReads.Load() - reads; n != 0 {
+		t.Errorf("the diff read %d directories whole", n)
+	}
+}
