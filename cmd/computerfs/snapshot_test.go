@@ -32,6 +32,7 @@ func TestSnapshotCLI(t *testing.T) {
 	}
 	os.Remove(filepath.Join(mnt, "src/main.go"))
 	os.WriteFile(filepath.Join(mnt, "junk"), []byte("junk"), 0o644)
+	os.WriteFile(filepath.Join(mnt, "latin1.txt"), []byte("caf\xe9\n"), 0o644) // a text, not UTF-8
 	r := cli(t, home, "snapshot", "list", "--json", ws)
 	var list []struct{ Name string }
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[0].Name != "live" || list[1].Name != "offline" {
@@ -48,6 +49,7 @@ func TestSnapshotCLI(t *testing.T) {
 		"D /src/main.go (13 bytes)\n--- a/src/main.go\n+++ /dev/null\n@@ -1 +0,0 @@\n-package main\n",
 		"A /junk (4 bytes)\n--- /dev/null\n+++ b/junk\n@@ -0,0 +1 @@\n+junk\n\\ No newline at end of file\n",
 		"M /data.bin (300000 -> 4 bytes)\nBinary files a/data.bin and b/data.bin differ\n",
+		"A /latin1.txt (5 bytes)\n--- /dev/null\n+++ b/latin1.txt\n@@ -0,0 +1 @@\n+caf\xe9\n",
 	} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("diff --patch through the daemon: want\n%s\nin %v", want, r)
