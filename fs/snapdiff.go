@@ -105,7 +105,7 @@ func DiffSnapshotsWith(store *chunkstore.Store, a, b string, o DiffOptions) ([]D
 		jp := &journalPaths{tx: tx, from: sa.Created, to: sb.Created, inos: inos}
 		nA := newNamer(atA, nil, jp)
 		nB := newNamer(atB, nA, jp)
-		err = versions.Changed(tx.Tx, ea, func(id byte, key []byte) error {
+		err = versions.ChangedBetween(tx.Tx, ea, eb, func(id byte, key []byte) error {
 			if len(key) < 8 {
 				return nil
 			}

@@ -274,7 +274,9 @@ func TestDiffPatch(t *testing.T) {
 }
 
 // TestDiffLaterChanges: files changed only after the later snapshot are
-// not in a diff of two snapshots, and cost no read of their directories.
+// not in a diff of two snapshots, and cost no read of their directories;
+// files changed between them and again after, or made between them and
+// removed after, are.
 func TestDiffLaterChanges(t *testing.T) {
 	ctx := context.Background()
 	f, path := openSmallChunks(t)
@@ -284,19 +286,31 @@ func TestDiffLaterChanges(t *testing.T) {
 	if _, err := f.Lookup(Caller{Kernel: true}, RootIno, "x"); err != nil {
 		t.Fatal(err)
 	}
-	for _, ino := range []Ino{x.Ino, y.Ino} {
-		if ino == y.Ino {
-			f.CreateSnapshot(ctx, "b")
-		}
+	write := func(ino Ino, data string) {
 		f.Open(ino)
-		f.Write(ctx, ino, 0, []byte("NEW\n"), false)
+		f.Write(ctx, ino, 0, []byte(data), false)
 		f.Release(ino)
 	}
+	write(x.Ino, "NEW\n")
+	putFile(t, f, RootIno, "born", []byte("between\n"))
+	putFile(t, f, RootIno, "born-changed", []byte("between\n"))
+	f.CreateSnapshot(ctx, "b")
+	write(y.Ino, "NEW\n")
+	write(x.Ino, "NEWER\n")
+	f.Unlink(RootIno, "born")
+	putFile(t, f, RootIno, "born-changed", []byte("after b\n"))
+	putFile(t, f, RootIno, "after", []byte("after b\n"))
 	reads := diffDirReads.Load()
-	if got := showDiff(diffOf(t, f, path, "a", "b", DiffOptions{})); got != "modified /x /x" {
-		t.Errorf("diff a b:\n%s", got)
+	want := "added  /born\nadded  /born-changed\nmodified /x /x"
+	if got := showDiff(diffOf(t, f, path, "a", "b", DiffOptions{})); got != want {
+		t.Errorf("diff a b:\n%s\nwant\n%s", got, want)
 	}
 	if n := diffDirReads.Load() - reads; n != 0 {
 		t.Errorf("the diff read %d directories whole", n)
+	}
+	f, _ = Open(path, Options{Logger: quietLog()})
+	want = "added  /after\nadded  /born-changed\nmodified /x /x\nmodified /y /y"
+	if got := showDiff(diffOf(t, f, path, "a", "", DiffOptions{})); got != want {
+		t.Errorf("diff a now:\n%s\nwant\n%s", got, want)
 	}
 }
