@@ -290,7 +290,7 @@ func TestSnapshotsScenarioSmall(t *testing.T) {
 	for _, n := range []int{1000, 3000} {
 		for _, name := range []string{
 			"snapshot create p50 (of 20), %d files", "diff of 100 files written as through the mount (journal paths), %d files",
-			"diff of 100 files written by inode (parent directories read), %d files", "offline restore of 100 changed files (p50 of 3), %d files",
+			"diff of 100 files written by inode (parent directories read), %d files", "offline restore of 100 changed files (p50 of 5), %d files",
 			"records restored, %d files",
 		} {
 			name := fmt.Sprintf(name, n)

@@ -29,8 +29,8 @@ type snapshotCosts struct {
 
 const (
 	snapshotCreates  = 20
-	snapshotDiffs    = 5
-	snapshotRestores = 3
+	snapshotDiffs    = 21
+	snapshotRestores = 5
 	snapshotChanged  = 100
 )
 
