@@ -93,9 +93,12 @@ func scenarioSnapshots(ctx context.Context, s *ScenarioEnv, r *ScenarioResult) e
 	if len(all) == 3 {
 		// In a 1,000-file workspace the 100 files share their B+tree
 		// pages; from a tenth of the largest up, each has pages of its
-		// own, as in any large workspace.
+		// own, as in any large workspace: ten times the files for the
+		// same changes.
 		mid := all[1]
 		r.add(fmt.Sprintf("restore ratio, largest to %d files", mid.files), ratio(big.restore, mid.restore), "x")
+		r.add(fmt.Sprintf("diff ratio (journal paths), largest to %d files", mid.files), ratio(big.diffJournal, mid.diffJournal), "x")
+		r.check(fmt.Sprintf("diff of 100 files (journal paths) within 1.5x of a %d-file workspace", mid.files), ratio(big.diffJournal, mid.diffJournal) <= 1.5, "%.2f against %.2f ms", ms(big.diffJournal), ms(mid.diffJournal))
 		r.check(fmt.Sprintf("restore of 100 files within 1.5x of a %d-file workspace", mid.files), ratio(big.restore, mid.restore) <= 1.5, "%.2f against %.2f ms", ms(big.restore), ms(mid.restore))
 	}
 	for _, c := range all {
