@@ -33,6 +33,7 @@
 //	computerfs bench --only 'write|read' --target xfs=/mnt/xfs
 //	computerfs bench --fio               # also run bench/jobs/*.fio through the real fio
 //	computerfs bench --scenario write-amp,million-files --scale 0.01
+//	computerfs bench --scenario snapshots --files 100000   # 1k, 10k and 100k files
 //	computerfs bench --list
 //	computerfs bench --in-container --runs 3   # the shell workloads' commands in runc containers (root, runc)
 //	go test -run '^$' -bench . ./bench   # Go benchmarks of a few workloads

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -261,5 +262,46 @@ func TestMillionFilesScenarioSmall(t *testing.T) {
 	}
 	if mounted(t, scratch) {
 		t.Error("a mount under the scratch directory is left behind")
+	}
+}
+
+// TestSnapshotsScenarioSmall runs the snapshots scenario at 3,000 files:
+// it must build both workspaces and report every figure, and each diff
+// must find the 100 files. Its timing checks are the bench's.
+func TestSnapshotsScenarioSmall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		Scenarios: []string{"snapshots"},
+		Scratch:   t.TempDir(),
+		Params:    ScenarioParams{Scale: 1, Files: 3000, Bytes: 1},
+		Logger:    testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Error != "" {
+		t.Fatalf("scenarios: %+v", rep.Scenarios)
+	}
+	got := map[string]float64{}
+	for _, v := range rep.Scenarios[0].Values {
+		got[v.Name] = v.Value
+	}
+	for _, n := range []int{1000, 3000} {
+		for _, name := range []string{
+			"snapshot create p50 (of 20), %d files", "diff of 100 files written as through the mount (journal paths), %d files",
+			"diff of 100 files written by inode (parent directories read), %d files", "offline restore of 100 changed files (p50 of 5), %d files",
+			"records restored, %d files",
+		} {
+			name := fmt.Sprintf(name, n)
+			if v, ok := got[name]; !ok || v <= 0 {
+				t.Errorf("%q = %v (reported: %v)", name, v, ok)
+			}
+		}
+	}
+	for _, c := range rep.Scenarios[0].Checks {
+		if strings.HasPrefix(c.Name, "each diff lists") && !c.OK {
+			t.Errorf("%s: %s", c.Name, c.Detail)
+		}
 	}
 }

@@ -183,9 +183,12 @@ func (f *FS) Create(c Caller, parent Ino, name string, nn NewNode) (Attr, error)
 			a.Mode |= syscall.S_ISGID
 		}
 	}
+	// A directory's parent is the one directory that names it; any
+	// other file's is a directory that names it, a hint that lets a
+	// snapshot diff name the file without walking the tree.
+	a.Parent = d.attr.Ino
 	if a.IsDir() {
 		a.Nlink = 2
-		a.Parent = d.attr.Ino
 		d.attr.Nlink++
 	}
 	if a.IsSymlink() {
@@ -266,6 +269,9 @@ func (f *FS) Link(c Caller, ino, parent Ino, name string) (Attr, error) {
 		defer f.recordLocked(OpLink, n, f.childPathLocked(d, name), "")
 	}
 	nameNode(n, parent, name)
+	if n.tmpfile || n.attr.Parent == 0 {
+		n.attr.Parent = parent // its first name, or a record written before files had parents
+	}
 	n.tmpfile = false
 	n.attr.Nlink++
 	f.touchLocked(n, false)
@@ -368,6 +374,7 @@ func (f *FS) replace(c Caller, ino, parent Ino, name string, noReplace bool, wan
 	f.flushFlagsLocked(n) // changes made while unnamed are not recorded
 	n.tmpfile, n.orphan = false, false
 	n.attr.Nlink = 1
+	n.attr.Parent = parent
 	f.touchLocked(n, false)
 	f.setEntryLocked(d, name, dirent{Ino: ino, Type: n.attr.Mode & syscall.S_IFMT})
 	f.touchLocked(d, true)
@@ -627,8 +634,13 @@ func (f *FS) Rename(oldParent Ino, oldName string, newParent Ino, newName string
 }
 
 // reparentLocked moves a directory's ".." from one parent to another.
+// Any other file takes the new directory as its parent hint.
 func (f *FS) reparentLocked(n, from, to *node) {
-	if !n.attr.IsDir() || from == to {
+	if !n.attr.IsDir() {
+		n.attr.Parent = to.attr.Ino
+		return
+	}
+	if from == to {
 		return
 	}
 	n.attr.Parent = to.attr.Ino

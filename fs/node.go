@@ -169,6 +169,9 @@ func verifyListSum(tx *chunkstore.Tx, ino Ino) (uint64, error) {
 
 // markDirtyLocked records an attribute change of n.
 func (f *FS) markDirtyLocked(n *node) {
+	if n.attr.Parent == 0 && n.jname != "" && !n.attr.IsDir() {
+		n.attr.Parent = n.jparent // a record from before files had parent hints
+	}
 	n.attrGen = f.bump()
 	n.version = n.attrGen
 	f.dirty[n.attr.Ino] = n

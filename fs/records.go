@@ -48,7 +48,7 @@ type Attr struct {
 	Mtime  int64
 	Ctime  int64
 	Btime  int64
-	Parent Ino // directories only: the one directory that names it
+	Parent Ino // directories: the one directory that names it; others: a hint, a directory that named them (0 in old records)
 	// Blocks is st_blocks, in 512-byte units: what the file's stored
 	// chunks take (holes take nothing). Filled in by the FS when it hands
 	// out attributes; not part of the record.

@@ -247,6 +247,37 @@ func Changed(tx *bolt.Tx, epoch uint64, fn func(id byte, key []byte) error) erro
 	return nil
 }
 
+// ChangedBetween is Changed for the keys whose value may differ between
+// epoch from and epoch to, where to is a snapshot's epoch or the last
+// commit's: live records born in (from, to], and versions that died after
+// from. A live record born after to needs no look: the version it
+// replaced, if that one was alive at to, was kept for the snapshot at to,
+// and its deaths entry names the key. A key can come twice.
+func ChangedBetween(tx *bolt.Tx, from, to uint64, fn func(id byte, key []byte) error) error {
+	c := tx.Bucket(BucketBirths).Cursor()
+	for k, _ := c.Seek(be64(from + 1)); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			return fmt.Errorf("%s key %x: %w", BucketBirths, k, sealed.ErrDamaged)
+		}
+		if binary.BigEndian.Uint64(k) > to {
+			break
+		}
+		if err := fn(k[8], k[9:]); err != nil {
+			return err
+		}
+	}
+	c = tx.Bucket(BucketDeaths).Cursor()
+	for k, _ := c.Seek(be64(from + 1)); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			return fmt.Errorf("%s key %x: %w", BucketDeaths, k, sealed.ErrDamaged)
+		}
+		if err := fn(k[8], k[9:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Name is the bucket name of a versioned bucket id ("" if none).
 func Name(id byte) string {
 	for n, i := range ids {

@@ -325,13 +325,13 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 		if err := s.syncFirst(ctx, "diff"); err != nil {
 			return nil, err
 		}
-		d, err := fs.DiffSnapshots(s.o.FS.Store(), req.Name, req.Other)
+		d, err := fs.DiffSnapshotsWith(s.o.FS.Store(), req.Name, req.Other, fs.DiffOptions{Patch: req.Patch, MaxFileBytes: req.MaxPatchFileBytes})
 		if err != nil {
 			return nil, status.Errorf(codeOf(err), "diff %s of %s: %v", req.Name, s.store, err)
 		}
 		r := &pb.SnapshotResponse{}
 		for _, e := range d {
-			r.Diff = append(r.Diff, &pb.DiffEntry{Kind: e.Kind, Path: valid(e.Path), OldPath: valid(e.OldPath), Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: uint64(e.Ino)})
+			r.Diff = append(r.Diff, &pb.DiffEntry{Kind: e.Kind, Path: valid(e.Path), OldPath: valid(e.OldPath), Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: uint64(e.Ino), Patch: []byte(e.Patch)})
 		}
 		return r, nil
 	}
@@ -459,6 +459,22 @@ func (c *DaemonClient) Scrub(ctx context.Context, rate uint64, progress func(don
 func (c *DaemonClient) Snapshot(ctx context.Context, op, name, other string) (*pb.SnapshotResponse, error) {
 	r, err := c.c.Snapshot(ctx, &pb.SnapshotRequest{Op: op, Name: name, Other: other})
 	return r, PlainError(err)
+}
+
+// SnapshotDiff is fs.DiffSnapshotsWith of the daemon's store: what
+// differs from snapshot name to snapshot other ("" for now), with the
+// patches of text files when patch is set (files over maxFileBytes get a
+// notice; 0: 1 MiB). A daemon from before patches sends none.
+func (c *DaemonClient) SnapshotDiff(ctx context.Context, name, other string, patch bool, maxFileBytes int64) ([]fs.DiffEntry, error) {
+	r, err := c.c.Snapshot(ctx, &pb.SnapshotRequest{Op: "diff", Name: name, Other: other, Patch: patch, MaxPatchFileBytes: maxFileBytes})
+	if err != nil {
+		return nil, PlainError(err)
+	}
+	var out []fs.DiffEntry
+	for _, e := range r.Diff {
+		out = append(out, fs.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: fs.Ino(e.Ino), Patch: string(e.Patch)})
+	}
+	return out, nil
 }
 
 // GC is fs.GC of the daemon's store.

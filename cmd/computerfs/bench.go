@@ -73,7 +73,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fl.BoolVar(&keepDirty, "keep-setup-dirty", false, "start each timed step right after its setup, without committing the workspace and syncing every target first (ext4 then still holds the setup's writes in memory, and computerfs may still be committing them)")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft heap limit of this process, which serves the computerfs mount (as mount --memory-limit)")
 		fl.Float64Var(&scale, "scale", 1, "multiply the sizes of the scale scenarios (0.01 for a quick look)")
-		fl.IntVar(&files, "files", defaults.Files, "files in the million-files scenario's workspace, before --scale")
+		fl.IntVar(&files, "files", defaults.Files, "files in the largest workspace of the million-files and snapshots scenarios, before --scale")
 		fl.StringVar(&bytesStr, "bytes", "20G", "data in the million-files scenario's workspace, before --scale")
 	})
 	if err != nil {

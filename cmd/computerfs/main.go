@@ -47,7 +47,7 @@ func allCommands() []command {
 		{"mcp", "[-w WS] [--http ADDR]", "serve the workspace's tools (read, edit, grep, exec...) to an agent over MCP", cmdMCP},
 		{"status", "[WORKSPACE|MOUNTPOINT]", "ask a workspace's daemon how it is doing: pid, uptime, sizes, commit lag, FUSE traffic, backends, last execs", cmdStatus},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
-		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER|PATH...]]", "named read-only states of a workspace: create (instant), list, rm, restore NAME [PATH...] (live, in one commit), diff NAME [OTHER] (OTHER: a later snapshot; none: now)", cmdSnapshot},
+		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER|PATH...]]", "named read-only states of a workspace: create (instant), list, rm, restore NAME [PATH...] (live, in one commit), diff NAME [OTHER] (OTHER: a later snapshot; none: now; --patch: unified diffs of text files)", cmdSnapshot},
 		{"execs", "[-w WS]", "list the recent execs: backend, command, exit, files changed, whether they can be undone", cmdExecs},
 		{"undo", "[-w WS] [EXEC-ID]", "revert exactly what an exec changed (the last one by default), refusing if later changes touched the same files (--force)", cmdUndo},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},

@@ -15,11 +15,15 @@ import (
 // cmdSnapshot is computerfs snapshot create|list|rm|restore|diff WS [NAME [OTHER]]:
 // named, read-only states of a workspace (fs/SNAPSHOTS.md). Each goes
 // through the daemon of a served workspace (restore live, in one
-// commit), or opens the store itself when none serves it.
+// commit), or opens the store itself when none serves it. diff --patch adds
+// unified diffs of text files.
 func cmdSnapshot(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
+	var asJSON, patch bool
+	var maxPatch int64
 	fl, err := parse(e, "snapshot", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
+		fl.BoolVar(&patch, "patch", false, "diff: a unified diff of each text file added, modified or deleted")
+		fl.Int64Var(&maxPatch, "max-patch-bytes", fs.DefaultMaxPatchFileBytes, "diff --patch: files larger than this get a notice, not a patch")
 	})
 	if err != nil {
 		return err
@@ -130,19 +134,16 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 		other := fl.Arg(3)
 		var diff []fs.DiffEntry
 		if d != nil {
-			r, err := d.Snapshot(ctx, "diff", name, other)
+			diff, err = d.SnapshotDiff(ctx, name, other, patch, maxPatch)
 			if err != nil {
 				return err
-			}
-			for _, e := range r.Diff {
-				diff = append(diff, fs.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: fs.Ino(e.Ino)})
 			}
 		} else {
 			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
 			if err != nil {
 				return err
 			}
-			diff, err = fs.DiffSnapshots(st, name, other)
+			diff, err = fs.DiffSnapshotsWith(st, name, other, fs.DiffOptions{Patch: patch, MaxFileBytes: maxPatch})
 			st.Close()
 			if err != nil {
 				return err
@@ -166,6 +167,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 			case "renamed":
 				fmt.Fprintf(e.stdout, "R %s -> %s (%d -> %d bytes)\n", x.OldPath, x.Path, x.OldSize, x.Size)
 			}
+			fmt.Fprint(e.stdout, x.Patch)
 		}
 	case "restore":
 		paths := fl.Args()[3:]

@@ -33,6 +33,7 @@ func TestSnapshotCLI(t *testing.T) {
 	}
 	os.Remove(filepath.Join(mnt, "src/main.go"))
 	os.WriteFile(filepath.Join(mnt, "junk"), []byte("junk"), 0o644)
+	os.WriteFile(filepath.Join(mnt, "latin1.txt"), []byte("caf\xe9\n"), 0o644) // a text, not UTF-8
 	r := cli(t, home, "snapshot", "list", "--json", ws)
 	var list []struct{ Name string }
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[0].Name != "live" || list[1].Name != "offline" {
@@ -43,6 +44,17 @@ func TestSnapshotCLI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "A /junk (4 bytes)") || !strings.Contains(r.stdout, "D /src/main.go") ||
 		!strings.Contains(r.stdout, "M /data.bin (300000 -> 4 bytes)") {
 		t.Errorf("diff through the daemon: %v", r)
+	}
+	r = cli(t, home, "snapshot", "diff", "--patch", mnt, "live")
+	for _, want := range []string{
+		"D /src/main.go (13 bytes)\n--- a/src/main.go\n+++ /dev/null\n@@ -1 +0,0 @@\n-package main\n",
+		"A /junk (4 bytes)\n--- /dev/null\n+++ b/junk\n@@ -0,0 +1 @@\n+junk\n\\ No newline at end of file\n",
+		"M /data.bin (300000 -> 4 bytes)\nBinary files a/data.bin and b/data.bin differ\n",
+		"A /latin1.txt (5 bytes)\n--- /dev/null\n+++ b/latin1.txt\n@@ -0,0 +1 @@\n+caf\xe9\n",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("diff --patch through the daemon: want\n%s\nin %v", want, r)
+		}
 	}
 	// Read what the mistake left, so that the kernel caches it.
 	checkFile(t, filepath.Join(mnt, "data.bin"), []byte("oops"))
@@ -63,8 +75,13 @@ func TestSnapshotCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(mnt, "src/main.go"))
+	daemonJSON := cli(t, home, "snapshot", "diff", "--patch", "--json", mnt, "live")
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(t, 30*time.Second)
+	// Offline, the same diff and patches.
+	if r := cli(t, home, "snapshot", "diff", "--patch", "--json", ws, "live"); r.code != 0 || r.stdout != daemonJSON.stdout || !strings.Contains(r.stdout, `"patch": "--- a/src/main.go`) {
+		t.Errorf("diff --patch --json offline:\n%v\nthrough the daemon:\n%v", r, daemonJSON)
+	}
 
 	if r := cli(t, home, "snapshot", "restore", ws, "live", "/src"); r.code != 0 || !strings.Contains(r.stdout, "restored") {
 		t.Fatalf("restore of /src: %v", r)

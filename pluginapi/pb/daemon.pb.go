@@ -414,12 +414,16 @@ func (x *ExecsResponse) GetExecs() []*ExecRecord {
 }
 
 type SnapshotRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`       // "create", "list", "delete" or "diff"
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`   // create, delete; diff: the earlier state
-	Other         string                 `protobuf:"bytes,3,opt,name=other,proto3" json:"other,omitempty"` // diff: the later snapshot, "" for now
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`        // "create", "list", "delete" or "diff"
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`    // create, delete; diff: the earlier state
+	Other string                 `protobuf:"bytes,3,opt,name=other,proto3" json:"other,omitempty"`  // diff: the later snapshot, "" for now
+	Patch bool                   `protobuf:"varint,4,opt,name=patch,proto3" json:"patch,omitempty"` // diff: a unified diff of each text file changed
+	// diff: a file larger than this gets a notice, not a patch (0: 1 MiB).
+	// The patches of one reply stop at 3 MiB, with a notice for the rest.
+	MaxPatchFileBytes int64 `protobuf:"varint,5,opt,name=max_patch_file_bytes,json=maxPatchFileBytes,proto3" json:"max_patch_file_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SnapshotRequest) Reset() {
@@ -473,6 +477,20 @@ func (x *SnapshotRequest) GetOther() string {
 	return ""
 }
 
+func (x *SnapshotRequest) GetPatch() bool {
+	if x != nil {
+		return x.Patch
+	}
+	return false
+}
+
+func (x *SnapshotRequest) GetMaxPatchFileBytes() int64 {
+	if x != nil {
+		return x.MaxPatchFileBytes
+	}
+	return 0
+}
+
 // DiffEntry is fs.DiffEntry.
 type DiffEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -483,6 +501,7 @@ type DiffEntry struct {
 	OldSize       uint64                 `protobuf:"varint,5,opt,name=old_size,json=oldSize,proto3" json:"old_size,omitempty"`
 	Size          uint64                 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
 	Ino           uint64                 `protobuf:"varint,7,opt,name=ino,proto3" json:"ino,omitempty"`
+	Patch         []byte                 `protobuf:"bytes,8,opt,name=patch,proto3" json:"patch,omitempty"` // when asked for: fs.DiffEntry.Patch (bytes: a text need not be UTF-8)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -564,6 +583,13 @@ func (x *DiffEntry) GetIno() uint64 {
 		return x.Ino
 	}
 	return 0
+}
+
+func (x *DiffEntry) GetPatch() []byte {
+	if x != nil {
+		return x.Patch
+	}
+	return nil
 }
 
 type SnapshotInfo struct {
@@ -1849,11 +1875,13 @@ const file_daemon_proto_rawDesc = "" +
 	" \x01(\bR\x0epathsTruncated\x12$\n" +
 	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\"@\n" +
 	"\rExecsResponse\x12/\n" +
-	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"K\n" +
+	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"\x92\x01\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05other\x18\x03 \x01(\tR\x05other\"\xa3\x01\n" +
+	"\x05other\x18\x03 \x01(\tR\x05other\x12\x14\n" +
+	"\x05patch\x18\x04 \x01(\bR\x05patch\x12/\n" +
+	"\x14max_patch_file_bytes\x18\x05 \x01(\x03R\x11maxPatchFileBytes\"\xb9\x01\n" +
 	"\tDiffEntry\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
@@ -1861,7 +1889,8 @@ const file_daemon_proto_rawDesc = "" +
 	"\x04type\x18\x04 \x01(\rR\x04type\x12\x19\n" +
 	"\bold_size\x18\x05 \x01(\x04R\aoldSize\x12\x12\n" +
 	"\x04size\x18\x06 \x01(\x04R\x04size\x12\x10\n" +
-	"\x03ino\x18\a \x01(\x04R\x03ino\"`\n" +
+	"\x03ino\x18\a \x01(\x04R\x03ino\x12\x14\n" +
+	"\x05patch\x18\b \x01(\fR\x05patch\"`\n" +
 	"\fSnapshotInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
