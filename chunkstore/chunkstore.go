@@ -831,6 +831,9 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 		return false, t.adjustStats(func(st *Stats) { st.LogicalBytes += uint64(e.Len) })
 	}
 	bodies := t.Bucket(bucketBodies)
+	// Bodies are keyed by a sequence: new ones go at the end, where
+	// bbolt's default fill of 50% would leave every leaf half empty.
+	bodies.FillPercent = 1.0
 	seq, err := bodies.NextSequence()
 	if err != nil {
 		return false, err
