@@ -297,12 +297,15 @@ func (b Bucket) Get(key []byte) ([]byte, error) {
 	if b.b == nil {
 		return nil, nil
 	}
-	v := b.b.Get(key)
-	if v == nil {
-		if b.b.Bucket(key) != nil {
-			return nil, &DamageError{Bucket: string(b.name), Key: key, Why: "a nested bucket where a value belongs"}
-		}
+	// One seek tells a missing key from a nested bucket (bbolt's Get
+	// returns nil for both, and a second lookup cost every miss, such as
+	// the lookup before each create, another walk down the tree).
+	k, v := b.b.Cursor().Seek(key)
+	if !bytes.Equal(k, key) {
 		return nil, nil
+	}
+	if v == nil {
+		return nil, &DamageError{Bucket: string(b.name), Key: key, Why: "a nested bucket where a value belongs"}
 	}
 	return Open(b.name, key, v)
 }

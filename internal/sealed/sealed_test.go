@@ -97,6 +97,40 @@ func TestBirthEpochs(t *testing.T) {
 	}
 }
 
+// TestGetNested: a nested bucket where a value belongs is damage, not a
+// miss, in a writable transaction and after a commit.
+func TestGetNested(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := []byte("b")
+	check := func(tx *bolt.Tx) error {
+		b := In(tx, name)
+		if v, err := b.Get([]byte("nested")); v != nil || !errors.Is(err, ErrDamaged) {
+			t.Errorf("Get of a nested bucket: %q %v", v, err)
+		}
+		if v, err := b.Get([]byte("nest")); v != nil || err != nil {
+			t.Errorf("Get of a missing key before it: %q %v", v, err)
+		}
+		return nil
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(name)
+		if err != nil {
+			return err
+		}
+		if _, err := b.CreateBucket([]byte("nested")); err != nil {
+			return err
+		}
+		return check(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.View(check)
+}
+
 func TestBucketAndCursor(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
 	if err != nil {
@@ -133,6 +167,11 @@ func TestBucketAndCursor(t *testing.T) {
 		}
 		if v, err := b.Get([]byte("zz")); v != nil || err != nil {
 			t.Errorf("Get of a missing key: %q %v", v, err)
+		}
+		for _, k := range []string{"0", "aa", "bb"} { // before, between, after
+			if v, err := b.Get([]byte(k)); v != nil || err != nil {
+				t.Errorf("Get of missing key %s: %q %v", k, v, err)
+			}
 		}
 		var seen []string
 		b.Walk(func(k, v []byte, damage error) error {
