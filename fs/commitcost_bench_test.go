@@ -66,6 +66,11 @@ func BenchmarkCommitCost(b *testing.B) {
 				}
 			}
 		}},
+		{"fsync-100", nil, func(f *FS, sync func(), _ any) {
+			// A commit per file, as an fsync (git, editors) asks: the
+			// cost of a small commit, fsyncs included.
+			ccFiles(b, f, RootIno, 100, 1, sync)
+		}},
 		{"tree-create", nil, func(f *FS, sync func(), _ any) {
 			n := 0
 			for i := 0; i < 10; i++ {
