@@ -33,6 +33,7 @@ import (
 
 	"github.com/computerfs/computerfs/internal/boltcheck"
 	"github.com/computerfs/computerfs/internal/sealed"
+	"github.com/computerfs/computerfs/versions"
 	"github.com/klauspost/compress/s2"
 	"github.com/zeebo/blake3"
 	bolt "go.etcd.io/bbolt"
@@ -41,7 +42,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -377,6 +378,31 @@ var migrations = map[uint32]func(tx *bolt.Tx) error{
 	1: migrateBodiesToBuckets,
 	2: migrateSealRecords,
 	3: migrateBirthEpochs,
+	4: migrateCompactEnvelopes,
+}
+
+// migrateCompactEnvelopes reseals every sealed record of a format 4
+// store in format 5's envelope (a uvarint birth epoch, the "seal5"
+// seal), keeping its birth epoch. The versions of records that snapshots
+// keep (versions.BucketHistory) are envelopes of their own bucket and
+// key, and are resealed as such; the change indexes (snapshot epochs,
+// births, deaths) hold only keys and are left as they are.
+func migrateCompactEnvelopes(tx *bolt.Tx) error {
+	bare := map[string]bool{string(versions.BucketSnapEpochs): true, string(versions.BucketBirths): true, string(versions.BucketDeaths): true}
+	return resealAllBut(tx, bare, func(name, k, v []byte) ([]byte, error) {
+		if bytes.Equal(name, versions.BucketHistory) {
+			// id(1) ‖ key ‖ death(8) → the version as its bucket sealed it.
+			if len(k) < 1+8 || versions.Name(k[0]) == "" {
+				return nil, &sealed.DamageError{Bucket: string(name), Key: k, Why: "malformed history key"}
+			}
+			name, k = []byte(versions.Name(k[0])), k[1:len(k)-8]
+		}
+		val, birth, err := sealed.OpenFormat4(name, k, v)
+		if err != nil {
+			return nil, err
+		}
+		return sealed.Seal(name, k, val, birth), nil
+	})
 }
 
 // migrateBirthEpochs gives every sealed record of a format 3 store birth
@@ -387,7 +413,7 @@ func migrateBirthEpochs(tx *bolt.Tx) error {
 		if err != nil {
 			return nil, err
 		}
-		return sealed.Seal(name, k, val, 1), nil
+		return sealed.SealFormat4(name, k, val, 1), nil
 	})
 }
 
@@ -420,6 +446,11 @@ func migrateSealRecords(tx *bolt.Tx) error {
 // not stable across writes, so each batch is read, written, and the walk
 // re-seeks. A nested bucket inside them is refused: none exists.
 func resealAll(tx *bolt.Tx, fn func(name, k, v []byte) ([]byte, error)) error {
+	return resealAllBut(tx, nil, fn)
+}
+
+// resealAllBut is resealAll that leaves the buckets in skip as they are.
+func resealAllBut(tx *bolt.Tx, skip map[string]bool, fn func(name, k, v []byte) ([]byte, error)) error {
 	var names [][]byte
 	if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
 		names = append(names, bytes.Clone(name))
@@ -428,7 +459,7 @@ func resealAll(tx *bolt.Tx, fn func(name, k, v []byte) ([]byte, error)) error {
 		return err
 	}
 	for _, name := range names {
-		if bytes.Equal(name, bucketBodies) {
+		if bytes.Equal(name, bucketBodies) || skip[string(name)] {
 			continue
 		}
 		if err := resealBucket(tx.Bucket(name), name, fn); err != nil {
@@ -566,10 +597,15 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 		return fmt.Errorf("%w: format version %d, this binary reads up to %d; upgrade computerfs", ErrNewerFormat, version, FormatVersion)
 	}
 	sm := sealed.In(tx, bucketMeta)
-	seal, err := sm.Get(keyFormatSeal)
-	if version == 3 && err != nil {
-		// Format 3 sealed without a birth epoch.
+	var seal []byte
+	var err error
+	switch version {
+	case 3: // sealed without a birth epoch
 		seal, err = sealed.OpenFormat3(bucketMeta, keyFormatSeal, meta.Get(keyFormatSeal))
+	case 4: // an 8-byte birth epoch
+		seal, _, err = sealed.OpenFormat4(bucketMeta, keyFormatSeal, meta.Get(keyFormatSeal))
+	default:
+		seal, err = sm.Get(keyFormatSeal)
 	}
 	switch {
 	case err != nil:
@@ -795,6 +831,9 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 		return false, t.adjustStats(func(st *Stats) { st.LogicalBytes += uint64(e.Len) })
 	}
 	bodies := t.Bucket(bucketBodies)
+	// Bodies are keyed by a sequence: new ones go at the end, where
+	// bbolt's default fill of 50% would leave every leaf half empty.
+	bodies.FillPercent = 1.0
 	seq, err := bodies.NextSequence()
 	if err != nil {
 		return false, err

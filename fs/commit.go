@@ -209,6 +209,16 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		}
 		return s
 	}
+	// Inode numbers only grow, and a file's chunk list grows at its
+	// end: these buckets take new records at their end, where bbolt's
+	// default fill of 50% would leave every leaf half empty and a commit
+	// write twice the pages it fills (records updated in place keep
+	// their size).
+	for _, name := range [][]byte{bucketInodes, bucketChunks, bucketSums} {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = 1.0
+		}
+	}
 	inodes := tx.Sealed(bucketInodes)
 	orphans := tx.Sealed(bucketOrphans)
 	for _, in := range snap.inodes {

@@ -2,6 +2,7 @@ package sealed
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"syscall"
@@ -22,7 +23,7 @@ func TestSealOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Seal(tc.bucket, tc.key, tc.val, 77)
-			if len(s) != len(tc.val)+Size {
+			if len(s) != len(tc.val)+1+sealSize { // 77 is a one-byte uvarint
 				t.Fatalf("sealed %d bytes", len(s))
 			}
 			got, birth, err := OpenBirth(tc.bucket, tc.key, s)
@@ -53,6 +54,81 @@ func TestSealOpen(t *testing.T) {
 	if bytes.Equal(Seal([]byte("ab"), []byte("c"), nil, 1), Seal([]byte("a"), []byte("bc"), nil, 1)) {
 		t.Error("the seal does not separate bucket from key")
 	}
+}
+
+func TestBirthEpochs(t *testing.T) {
+	b, k, v := []byte("inodes"), []byte{0, 0, 0, 0, 0, 0, 0, 9}, []byte{1, 2, 0x80, 0xff}
+	for _, birth := range []uint64{0, 1, 127, 128, 300, 1<<21 - 1, 1 << 21, 1<<35 + 5, 1<<63 + 1, ^uint64(0)} {
+		s := Seal(b, k, v, birth)
+		if want := len(v) + len(binary.AppendUvarint(nil, birth)) + sealSize; len(s) != want {
+			t.Errorf("birth %d: %d bytes sealed, want %d", birth, len(s), want)
+		}
+		got, gotBirth, err := OpenBirth(b, k, s)
+		if err != nil || !bytes.Equal(got, v) || gotBirth != birth {
+			t.Errorf("birth %d: opened %x, birth %d, %v", birth, got, gotBirth, err)
+		}
+		// In place, with the spare capacity Size.
+		buf := append(make([]byte, 0, len(v)+Size), v...)
+		if s2 := Append(b, k, buf, birth); !bytes.Equal(s2, s) || &s2[0] != &buf[:1][0] {
+			t.Errorf("birth %d: Append did not seal in place", birth)
+		}
+	}
+	// A value whose every byte has its high bit set, with no byte that
+	// ends a uvarint, is damage even under a matching seal.
+	body := bytes.Repeat([]byte{0x80}, 12)
+	s := binary.BigEndian.AppendUint32(bytes.Clone(body), sum(b, k, body))
+	if _, _, err := OpenBirth(b, k, s); !errors.Is(err, ErrDamaged) {
+		t.Errorf("undecodable birth: %v", err)
+	}
+	// Format 4's envelope, for the upgrade.
+	s4 := SealFormat4(b, k, v, 1<<40)
+	if got, birth, err := OpenFormat4(b, k, s4); err != nil || !bytes.Equal(got, v) || birth != 1<<40 {
+		t.Errorf("format 4: %x %d %v", got, birth, err)
+	}
+	if len(s4) != len(v)+format4Size {
+		t.Errorf("format 4: %d bytes", len(s4))
+	}
+	// Its bytes would parse as a format 5 envelope; the seal tells.
+	if got, err := Open(b, k, s4); !errors.Is(err, ErrDamaged) {
+		t.Errorf("a format 4 value opened as format 5: %x %v", got, err)
+	}
+	if _, err := Open(b, k, SealFormat3(b, k, v)); !errors.Is(err, ErrDamaged) {
+		t.Errorf("a format 3 value opened as format 5: %v", err)
+	}
+}
+
+// TestGetNested: a nested bucket where a value belongs is damage, not a
+// miss, in a writable transaction and after a commit.
+func TestGetNested(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := []byte("b")
+	check := func(tx *bolt.Tx) error {
+		b := In(tx, name)
+		if v, err := b.Get([]byte("nested")); v != nil || !errors.Is(err, ErrDamaged) {
+			t.Errorf("Get of a nested bucket: %q %v", v, err)
+		}
+		if v, err := b.Get([]byte("nest")); v != nil || err != nil {
+			t.Errorf("Get of a missing key before it: %q %v", v, err)
+		}
+		return nil
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(name)
+		if err != nil {
+			return err
+		}
+		if _, err := b.CreateBucket([]byte("nested")); err != nil {
+			return err
+		}
+		return check(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.View(check)
 }
 
 func TestBucketAndCursor(t *testing.T) {
@@ -91,6 +167,11 @@ func TestBucketAndCursor(t *testing.T) {
 		}
 		if v, err := b.Get([]byte("zz")); v != nil || err != nil {
 			t.Errorf("Get of a missing key: %q %v", v, err)
+		}
+		for _, k := range []string{"0", "aa", "bb"} { // before, between, after
+			if v, err := b.Get([]byte(k)); v != nil || err != nil {
+				t.Errorf("Get of missing key %s: %q %v", k, v, err)
+			}
 		}
 		var seen []string
 		b.Walk(func(k, v []byte, damage error) error {
