@@ -335,6 +335,14 @@ func (f *FS) load(opts Options) error {
 		if f.cps.records, err = countCheckpoints(tx); err != nil {
 			return err
 		}
+		if f.cps.records > 0 {
+			tx.SetEpoch(f.epoch)
+			if n, err := endInterrupted(tx, f.epoch); err != nil {
+				return fmt.Errorf("exec records: %w", err)
+			} else if n > 0 {
+				f.log.Warn("execs were interrupted by the workspace's close; their changes up to it can be undone", "count", n)
+			}
+		}
 		st, err := tx.Stats()
 		if err != nil {
 			return err

@@ -441,3 +441,48 @@ func TestUndoKill(t *testing.T) {
 	}
 	t.Logf("%d of %d rounds ended after an exec, the rest before one or after its undo", sawB, rounds)
 }
+
+// TestUndoInterrupted: an exec whose changes were committed while it ran
+// (a long build, say) and that never ended (the daemon died): its record
+// went with the first of those commits, the next open ends it at the
+// last commit, and undo puts the tree back as it was before the exec.
+func TestUndoInterrupted(t *testing.T) {
+	ctx := context.Background()
+	f, path := openSmallChunks(t)
+	putFile(t, f, RootIno, "keep", []byte("keep"))
+	f.Sync(ctx)
+	want := manifest(t, f)
+	if _, err := f.BeginExec(ctx, "long"); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, f, RootIno, "keep", []byte("changed by the exec"))
+	putFile(t, f, RootIno, "made", []byte("made by the exec"))
+	if err := f.Sync(ctx); err != nil { // a commit while the exec runs
+		t.Fatal(err)
+	}
+	recs, err := f.Execs()
+	if err != nil || len(recs) != 1 || !recs[0].Running {
+		t.Fatalf("records while the exec runs: %+v %v", recs, err)
+	}
+	if _, _, _, err := f.Undo(ctx, UndoOptions{Exec: "long"}); !errors.Is(err, ErrNothingToUndo) || !strings.Contains(err.Error(), "running") {
+		t.Errorf("undo of a running exec: %v", err)
+	}
+	// The end never comes: the workspace closes (as after kill -9, the
+	// last commit holds the exec's changes and its starting record).
+	f.Close()
+	f, err = Open(path, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err = f.Execs()
+	if err != nil || len(recs) != 1 || recs[0].Running || !recs[0].Interrupted || !recs[0].Changed() {
+		t.Fatalf("records after the reopen: %+v %v", recs, err)
+	}
+	if _, _, _, err := f.Undo(ctx, UndoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := manifest(t, f); got != want {
+		t.Errorf("after undoing the interrupted exec:\n got %s\nwant %s", got, want)
+	}
+	fsckClosed(t, f, path)
+}

@@ -258,6 +258,8 @@ type ExecRecord struct {
 	Paths          []string               `protobuf:"bytes,9,rep,name=paths,proto3" json:"paths,omitempty"`
 	PathsTruncated bool                   `protobuf:"varint,10,opt,name=paths_truncated,json=pathsTruncated,proto3" json:"paths_truncated,omitempty"`
 	UndoneUnixNs   int64                  `protobuf:"varint,11,opt,name=undone_unix_ns,json=undoneUnixNs,proto3" json:"undone_unix_ns,omitempty"`
+	Running        bool                   `protobuf:"varint,12,opt,name=running,proto3" json:"running,omitempty"`
+	Interrupted    bool                   `protobuf:"varint,13,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -367,6 +369,20 @@ func (x *ExecRecord) GetUndoneUnixNs() int64 {
 		return x.UndoneUnixNs
 	}
 	return 0
+}
+
+func (x *ExecRecord) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *ExecRecord) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
 }
 
 type ExecsResponse struct {
@@ -1859,7 +1875,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12-\n" +
 	"\x04exec\x18\x05 \x01(\v2\x19.computerfs.v1.ExecRecordR\x04exec\"\x0e\n" +
-	"\fExecsRequest\"\xbb\x02\n" +
+	"\fExecsRequest\"\xf7\x02\n" +
 	"\n" +
 	"ExecRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -1873,7 +1889,9 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05paths\x18\t \x03(\tR\x05paths\x12'\n" +
 	"\x0fpaths_truncated\x18\n" +
 	" \x01(\bR\x0epathsTruncated\x12$\n" +
-	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\"@\n" +
+	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\x12\x18\n" +
+	"\arunning\x18\f \x01(\bR\arunning\x12 \n" +
+	"\vinterrupted\x18\r \x01(\bR\vinterrupted\"@\n" +
 	"\rExecsResponse\x12/\n" +
 	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"\x92\x01\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
