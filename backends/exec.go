@@ -134,8 +134,17 @@ func ExitClass(e *pb.Exit) string {
 	return "error"
 }
 
-// Choose picks the backend for req, and says why.
+// Choose picks the backend for req, and says why. A refusal is a
+// verdict in the audit log.
 func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, error) {
+	id, reason, err := r.choose(ctx, req)
+	if err != nil {
+		r.deny(req, req.ID, req.Backend, "", "backend", err)
+	}
+	return id, reason, err
+}
+
+func (r *Runtime) choose(ctx context.Context, req *Request) (string, string, error) {
 	if req.Backend != "" {
 		if _, err := r.get(req.Backend); err != nil {
 			return "", "", err
@@ -229,7 +238,6 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if id == "" || reason == "" {
 		var err error
 		if id, reason, err = r.Choose(ctx, req); err != nil {
-			r.deny(req, req.ID, req.Backend, "", "backend", err)
 			return nil, err
 		}
 	}
