@@ -224,7 +224,7 @@ func readHead(b sealed.Bucket) (Head, bool, error) {
 }
 
 // Append adds recs to the log in tx, in order, and returns the head after
-// them. Their Seq is set. The bucket is created if missing; epoch is the
+// them. Their Seq is set, and their Time if 0 (to now). The bucket is created if missing; epoch is the
 // birth epoch of the values (the commit's). It trusts the head: Verify
 // is what checks the chain.
 func Append(tx *bolt.Tx, epoch uint64, now int64, recs []*Record) (Head, error) {
@@ -239,6 +239,9 @@ func Append(tx *bolt.Tx, epoch uint64, now int64, recs []*Record) (Head, error) 
 	b.Raw().FillPercent = 1.0 // appended at the end
 	for _, r := range recs {
 		r.Seq = head.Seq + 1
+		if r.Time == 0 {
+			r.Time = now
+		}
 		r.Trim()
 		r.Hash = ""
 		body, err := json.Marshal(r)

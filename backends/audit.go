@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/pluginapi"
@@ -35,6 +37,9 @@ type auditState struct {
 	mu      sync.Mutex
 	execs   map[string]*auditExec // by HostFS token
 	version string                // the policy's version
+	// The window of unattributed refusals (hostfsVerdict).
+	windowStart             time.Time
+	windowCount, suppressed int
 }
 
 type auditExec struct {
@@ -171,21 +176,44 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 		rec.Path = p.GetPath()
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
+	var e *auditExec
+	r.audit.mu.Lock()
 	if toks := md.Get(pluginapi.TokenMetadata); len(toks) == 1 {
-		r.audit.mu.Lock()
-		e := r.audit.execs[toks[0]]
-		if e != nil {
-			e.denials++
-			rec.ExecID, rec.Backend = e.id, e.backend
-			if e.denials > audit.MaxDenialsPerExec {
-				r.audit.mu.Unlock()
-				return
-			}
-		}
-		r.audit.mu.Unlock()
+		e = r.audit.execs[toks[0]]
 	}
+	if e != nil {
+		e.denials++
+		rec.ExecID, rec.Backend = e.id, e.backend
+		if e.denials > audit.MaxDenialsPerExec {
+			r.audit.mu.Unlock()
+			return
+		}
+	} else {
+		// A call of no exec under way (a forged or expired token): at
+		// most unattributedPerMinute records a minute, so that a plugin
+		// cannot fill the log; the next record counts those left out.
+		now := time.Now()
+		if now.Sub(r.audit.windowStart) > time.Minute {
+			r.audit.windowStart, r.audit.windowCount = now, 0
+		}
+		r.audit.windowCount++
+		if r.audit.windowCount > unattributedPerMinute {
+			r.audit.suppressed++
+			r.audit.mu.Unlock()
+			return
+		}
+		if r.audit.suppressed > 0 {
+			rec.Detail += fmt.Sprintf(" (and %d refusals of no exec not recorded before this one)", r.audit.suppressed)
+			r.audit.suppressed = 0
+		}
+	}
+	r.audit.mu.Unlock()
 	r.opts.WS.Audit(rec)
 }
+
+// unattributedPerMinute bounds the records of HostFS refusals that no
+// exec under way made.
+const unattributedPerMinute = 60
 
 // registerHostFS registers the HostFS service on a plugin's broker
 // server, each method wrapped so that its refusals reach the audit log.

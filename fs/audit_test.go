@@ -259,10 +259,32 @@ func TestAuditChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	r, err := Check(st, false)
 	if err != nil || r.Clean() || !strings.Contains(strings.Join(r.Problems, "\n"), "audit log: records 9 to 9 are missing") {
 		t.Fatalf("fsck: %v %q", err, r.Problems)
+	}
+	st.Close()
+
+	// scrub verifies the log's seals: a byte flipped on disk is found,
+	// named as an audit record.
+	p = filepath.Join(t.TempDir(), "ws.cfs")
+	copyStore(t, path, p)
+	db, _ = bolt.Open(p, 0o600, nil)
+	db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(audit.BucketName)
+		v := append([]byte(nil), b.Get(key(11))...)
+		v[50] ^= 0x20
+		return b.Put(key(11), v)
+	})
+	db.Close()
+	st, err = chunkstore.Open(p, chunkstore.Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srep, err := Scrub(ctx, st, ScrubOptions{})
+	if err != nil || len(srep.Damage) != 1 || !strings.Contains(srep.Damage[0], "audit record 11") {
+		t.Fatalf("scrub: %v %q", err, srep.Damage)
 	}
 }
 
