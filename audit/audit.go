@@ -21,6 +21,8 @@
 //     body is the record's JSON (Record, Seq included).
 //   - "head" → seq(8) ‖ hash(32) ‖ time(8): the last record's sequence
 //     number and hash, rewritten by every append.
+//   - "policy" → the policy version of the last policy record, so that
+//     the next one says what it replaced (Record.PreviousPolicy).
 //
 // hash(n) = BLAKE3-256("computerfs audit v1" ‖ seq(8) ‖ hash(n-1) ‖ body),
 // hash(0) being 32 zero bytes. A record's hash so covers every record
@@ -75,6 +77,9 @@ var BucketName = []byte("audit")
 
 var keyHead = []byte("head")
 
+// keyPolicy holds the policy version of the last policy record.
+var keyPolicy = []byte("policy")
+
 const hashSize = 32
 
 // Kinds of record.
@@ -122,9 +127,12 @@ type Record struct {
 	// their values).
 	EnvNames      []string `json:"env_names,omitempty"`
 	PolicyVersion string   `json:"policy_version,omitempty"`
-	Exit          *int     `json:"exit,omitempty"`
-	ExitClass     string   `json:"exit_class,omitempty"`
-	DurationNs    int64    `json:"duration_ns,omitempty"`
+	// PreviousPolicy, on a policy record, is the version the last policy
+	// record had (set by Append): a change shows as the two differing.
+	PreviousPolicy string `json:"previous_policy,omitempty"`
+	Exit           *int   `json:"exit,omitempty"`
+	ExitClass      string `json:"exit_class,omitempty"`
+	DurationNs     int64  `json:"duration_ns,omitempty"`
 	// Paths are the paths the exec changed (at most MaxPaths).
 	Paths          []string `json:"paths,omitempty"`
 	PathsTruncated bool     `json:"paths_truncated,omitempty"`
@@ -237,7 +245,17 @@ func Append(tx *bolt.Tx, epoch uint64, now int64, recs []*Record) (Head, error) 
 		return head, err
 	}
 	b.Raw().FillPercent = 1.0 // appended at the end
+	var policy []byte         // the last policy version, if a record here changes it
 	for _, r := range recs {
+		if r.Kind == KindPolicy {
+			if policy == nil {
+				if policy, err = b.Get(keyPolicy); err != nil {
+					return head, err
+				}
+			}
+			r.PreviousPolicy = string(policy)
+			policy = []byte(r.PolicyVersion)
+		}
 		r.Seq = head.Seq + 1
 		if r.Time == 0 {
 			r.Time = now
@@ -254,6 +272,11 @@ func Append(tx *bolt.Tx, epoch uint64, now int64, recs []*Record) (Head, error) 
 		}
 		head = Head{Seq: r.Seq, Hash: h}
 		r.Hash = hex.EncodeToString(h[:])
+	}
+	if policy != nil {
+		if err := b.Put(keyPolicy, policy); err != nil {
+			return head, err
+		}
 	}
 	if len(recs) > 0 {
 		v := append(seqKey(head.Seq), head.Hash[:]...)
@@ -399,7 +422,7 @@ func Verify(tx *bolt.Tx, opts VerifyOptions) *Report {
 	c := b.Raw().Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 8 {
-			if !bytes.Equal(k, keyHead) {
+			if !bytes.Equal(k, keyHead) && !bytes.Equal(k, keyPolicy) {
 				problem("unknown key %s", sealed.KeyString(k))
 			}
 			continue

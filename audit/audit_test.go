@@ -72,3 +72,29 @@ func TestTrim(t *testing.T) {
 		t.Errorf("trimmed: argv %d bytes in %d, %d paths, detail %d", n, len(r.Argv), len(r.Paths), len(r.Detail))
 	}
 }
+
+func TestPolicyRecords(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "a.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Update(func(tx *bolt.Tx) error {
+		_, err := Append(tx, 1, 1, []*Record{{Kind: KindPolicy, PolicyVersion: "v1"}, {Kind: KindExec}, {Kind: KindPolicy, PolicyVersion: "v1"}})
+		return err
+	})
+	db.Update(func(tx *bolt.Tx) error {
+		_, err := Append(tx, 2, 2, []*Record{{Kind: KindPolicy, PolicyVersion: "v2"}})
+		return err
+	})
+	db.View(func(tx *bolt.Tx) error {
+		recs, err := Read(tx, Query{})
+		if err != nil || len(recs) != 4 || recs[0].PreviousPolicy != "" || recs[2].PreviousPolicy != "v1" || recs[3].PreviousPolicy != "v1" {
+			t.Errorf("%+v %v", recs, err)
+		}
+		if rep := Verify(tx, VerifyOptions{}); !rep.OK() {
+			t.Error(rep.Err())
+		}
+		return nil
+	})
+}

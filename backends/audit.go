@@ -56,7 +56,10 @@ func PolicyVersion(pol Policy) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// auditPolicy records the policy as loaded (or changed: detail says).
+// auditPolicy records the policy as loaded (detail says how: "loaded"
+// by New). A reload of the policy must call it too, after the swap, with
+// what it read ("reloaded from PATH"): the log then shows the change (its
+// record's PreviousPolicy is the version before).
 func (r *Runtime) auditPolicy(detail string) {
 	v := PolicyVersion(r.opts.Policy)
 	r.audit.mu.Lock()

@@ -143,6 +143,13 @@ func auditLine(r *audit.Record) string {
 		}
 	case audit.KindPolicy:
 		fmt.Fprintf(&b, " version %s", r.PolicyVersion)
+		switch r.PreviousPolicy {
+		case "":
+		case r.PolicyVersion:
+			b.WriteString(" (unchanged)")
+		default:
+			fmt.Fprintf(&b, " (changed from %s)", r.PreviousPolicy)
+		}
 	}
 	if r.Path != "" {
 		fmt.Fprintf(&b, " %s", r.Path)
