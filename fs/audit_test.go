@@ -328,3 +328,53 @@ func copyStore(t *testing.T, from, to string) {
 	}
 	dst.Close()
 }
+
+// BenchmarkExecAudit: what an exec's audit record costs: an exec that
+// writes one small file, with and without its record (and a verdict),
+// reporting bbolt pages written per exec. The record rides with the
+// exec's own commit, so the commits per exec do not change.
+//
+//	go test -run '^$' -bench ExecAudit -benchtime 300x ./fs
+func BenchmarkExecAudit(b *testing.B) {
+	for _, withAudit := range []bool{false, true} {
+		b.Run(fmt.Sprintf("audit=%v", withAudit), func(b *testing.B) {
+			ctx := context.Background()
+			f, err := Open(filepath.Join(b.TempDir(), "ws.cfs"), Options{Logger: quietLog()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			db := f.Store().DB()
+			before := db.Stats()
+			f.mu.Lock()
+			epoch0 := f.epoch
+			f.mu.Unlock()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				id := fmt.Sprintf("x%d", i)
+				cp, err := f.BeginExec(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				putFile(b, f, RootIno, id, []byte(id))
+				rec := ExecRecord{Backend: "shell", Command: "echo " + id + " > " + id}
+				if withAudit {
+					exit := 0
+					f.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "hostfs", Rule: "read_only", Backend: "shell", ExecID: id, Path: "/ro/" + id})
+					rec.Audit = &audit.Record{Kind: audit.KindExec, Verdict: audit.Allowed, Door: "exec", Backend: "shell", Reason: "policy: every command (echo) runs in process on the shell",
+						Argv: []string{"echo " + id + " > " + id}, EnvNames: []string{"HOME", "LANG", "PATH"}, PolicyVersion: "4d01d25015207c478734e4db96215a9c", Exit: &exit, Paths: []string{"/" + id}}
+				}
+				if _, err := f.EndExec(ctx, cp, rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			after := db.Stats()
+			d := after.Sub(&before)
+			b.ReportMetric(float64(d.TxStats.GetPageCount())/float64(b.N), "pages/exec")
+			f.mu.Lock()
+			b.ReportMetric(float64(f.epoch-epoch0)/float64(b.N), "commits/exec")
+			f.mu.Unlock()
+		})
+	}
+}
