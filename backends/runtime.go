@@ -107,6 +107,7 @@ type Runtime struct {
 	closed   bool
 	execSeq  uint64
 	logMu    sync.Mutex
+	audit    auditState // the audit log's side (audit.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -152,6 +153,7 @@ func New(opts Options) (*Runtime, error) {
 		}
 	}
 	r.log.Debug("backends found", "ids", r.ids())
+	r.auditPolicy("loaded")
 	return r, nil
 }
 
@@ -391,7 +393,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		b.rt.log.Warn("policy root not on the mount", "backend", b.id, "root", pol.Root, "err", err)
 		mountPath = ""
 	}
-	brokerID := pc.ServeHostFS(b.rt.rpc.Register)
+	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
 	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}

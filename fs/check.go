@@ -559,6 +559,9 @@ func (c *checker) run() error {
 	if err := c.checkJournal(); err != nil {
 		return err
 	}
+	if err := c.checkAudit(); err != nil {
+		return err
+	}
 	if c.repair && len(c.rep.Repaired) > 0 {
 		if err := c.tx.RecomputeStats(); err != nil {
 			return err

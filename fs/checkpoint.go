@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
@@ -62,6 +63,12 @@ type ExecRecord struct {
 	// crash); After is the last commit before the store was opened
 	// again, and Paths are unknown.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Audited: the exec's audit record was written in the same commit
+	// as this record (fs/audit.go); audit --verify checks it is there.
+	Audited bool `json:"audited,omitempty"`
+	// Audit, given to EndExec, is the exec's audit record: it rides with
+	// the exec record, its Before and After set to the exec's.
+	Audit *audit.Record `json:"-"`
 }
 
 // Changed says whether the exec committed any change.
@@ -106,6 +113,8 @@ type afterPin struct {
 // checkpoints is the FS's side of exec checkpoints, under mu.
 type checkpoints struct {
 	pending []cpOp
+	// audit are the audit records waiting for a commit (fs/audit.go).
+	audit []auditOp
 	// records counts the records in the store; only the committer (and
 	// a rewind, with mu held and nothing in flight) changes it.
 	records int
@@ -114,6 +123,9 @@ type checkpoints struct {
 // hasRecords says whether a pending op needs a commit of its own (a
 // record does; a pin waits for one).
 func (c *checkpoints) hasRecords() bool {
+	if len(c.audit) > 0 {
+		return true
+	}
 	for _, op := range c.pending {
 		if op.key != nil && !op.ride {
 			return true
@@ -190,6 +202,16 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	if len(rec.Paths) > maxExecPaths {
 		rec.Paths, rec.PathsTruncated = rec.Paths[:maxExecPaths], true
 	}
+	var aud *auditOp
+	if rec.Audit != nil {
+		a := *rec.Audit
+		a.ExecID, a.Before = rec.ID, rec.Before
+		if a.Time == 0 {
+			a.Time = rec.Start
+		}
+		aud = &auditOp{rec: &a}
+		rec.Audited, rec.Audit = true, &a
+	}
 	if f.inFlightEpochLocked() == c.before && f.treeCleanLocked() {
 		// No commit since: the before pin and the starting record were
 		// never written, and nothing needs keeping. The record rides
@@ -208,6 +230,10 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		// Not kicked: the committer's next tick (or any commit before
 		// it) takes it, so that execs that change nothing cost none.
 		f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val})
+		if aud != nil {
+			aud.rec.After = c.before
+			f.cps.audit = append(f.cps.audit, *aud)
+		}
 		return &rec, nil
 	}
 	// The record goes in the commit of the exec's last changes (or one
@@ -219,6 +245,10 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	}
 	ap := &afterPin{id: c.id}
 	f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val, after: ap})
+	if aud != nil {
+		aud.after = ap
+		f.cps.audit = append(f.cps.audit, *aud)
+	}
 	if err := f.syncAllLocked(ctx); err != nil {
 		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
 	}
@@ -350,7 +380,14 @@ func endInterrupted(tx *chunkstore.Tx, epoch uint64) (int, error) {
 		if !r.Running {
 			continue
 		}
-		r.Running, r.Interrupted, r.After = false, true, epoch
+		r.Running, r.Interrupted, r.After, r.Audited = false, true, epoch, true
+		if _, err := audit.Append(tx.Tx, epoch, now(), []*audit.Record{{
+			Time: r.Start, Kind: audit.KindInterrupted, Verdict: audit.Allowed, Door: "exec", ExecID: r.ID,
+			Detail: "the workspace closed while the exec ran (a crash); After is the last commit before it opened again",
+			Before: r.Before, After: epoch,
+		}}); err != nil {
+			return n, err
+		}
 		val, err := json.Marshal(&r)
 		if err != nil {
 			return n, err

@@ -67,6 +67,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
@@ -542,6 +543,10 @@ func describeKey(bucket string, k []byte) string {
 		if len(k) == 8 {
 			return fmt.Sprintf("journal record %d", binary.BigEndian.Uint64(k))
 		}
+	case string(audit.BucketName):
+		if len(k) == 8 {
+			return fmt.Sprintf("audit record %d", binary.BigEndian.Uint64(k))
+		}
 	}
 	return sealed.KeyString(k)
 }
@@ -607,7 +612,7 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true, string(audit.BucketName): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

@@ -50,6 +50,7 @@ func allCommands() []command {
 		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER|PATH...]]", "named read-only states of a workspace: create (instant), list, rm, restore NAME [PATH...] (live, in one commit), diff NAME [OTHER] (OTHER: a later snapshot; none: now; --patch: unified diffs of text files)", cmdSnapshot},
 		{"execs", "[-w WS]", "list the recent execs: backend, command, exit, files changed, whether they can be undone", cmdExecs},
 		{"undo", "[-w WS] [EXEC-ID]", "revert exactly what an exec changed (the last one by default), refusing if later changes touched the same files (--force)", cmdUndo},
+		{"audit", "[-w WS] [--since SEQ] [--backend ID] [--denied] [--json] | --verify [--anchor SEQ:HASH]", "the audit log: every exec and policy verdict, hash-chained in the store; --verify checks the chain", cmdAudit},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
