@@ -35,9 +35,10 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBDIR)
 
 # Build, then mount the default workspace (~/.local/share/computerfs/default.cfs)
-# at ~/computerfs in the foreground. Ctrl-C unmounts cleanly.
+# at ~/computerfs in the foreground, creating it on first use (--create).
+# Ctrl-C unmounts cleanly.
 run: build
-	$(BIN)/computerfs mount
+	$(BIN)/computerfs mount --create
 
 vet:
 	$(GO) vet ./...

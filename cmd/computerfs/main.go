@@ -38,8 +38,9 @@ type env struct {
 
 func allCommands() []command {
 	return []command{
-		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (created if missing) and serve it until unmounted", cmdMount},
-		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount", cmdServe},
+		{"init", "[WORKSPACE]", "create a new workspace (--limit SIZE); refuses a path that exists", cmdInit},
+		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (--create makes a missing one) and serve it until unmounted", cmdMount},
+		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount (--create makes a missing one)", cmdServe},
 		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
