@@ -64,6 +64,7 @@ func usage(w io.Writer) {
 	for _, c := range allCommands() {
 		fmt.Fprintf(w, "  computerfs %-7s %-26s %s\n", c.name, c.args, c.summary)
 	}
+	fmt.Fprintf(w, "\nmount(8) and /etc/fstab (type fuse.computerfs) run it as mount.fuse3 does:\n  computerfs /path/ws.cfs MOUNTPOINT -o allow_other,limit=SIZE,memory-limit=SIZE,create\n")
 	fmt.Fprintf(w, "\nRun 'computerfs COMMAND --help' for a command's options.\n")
 }
 
@@ -89,7 +90,17 @@ func run(ctx context.Context, e *env, args []string) int {
 		}
 		return 0
 	}
-	for _, c := range allCommands() {
+	cmds := allCommands()
+	if src, mnt, opts, ok := helperArgs(args); ok {
+		// mount(8) by way of mount.fuse3: see fstab.go.
+		margs, err := helperMountArgs(src, mnt, opts)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "computerfs: %v\n", err)
+			return 2
+		}
+		cmds, args = []command{{name: "mount", run: cmdMount}}, append([]string{"mount"}, margs...)
+	}
+	for _, c := range cmds {
 		if c.name == args[0] {
 			err := c.run(ctx, e, args[1:])
 			if errors.Is(err, flag.ErrHelp) {
