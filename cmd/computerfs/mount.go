@@ -192,6 +192,7 @@ const commitInterval = 100 * time.Millisecond
 
 func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err error) {
 	started := time.Now()
+	sd := newNotifier()
 	// Catch signals before the mount is live: one that arrives just after
 	// must unmount, not kill the process and leave a dead mount behind.
 	sigs := make(chan os.Signal, 2)
@@ -297,6 +298,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
+	live := "serving " + ws + " on " + ctl.Path()
+	if mnt != "" {
+		live = ws + " mounted at " + mnt
+	}
+	if err := sd.notify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=%s", os.Getpid(), live)); err != nil {
+		e.log.Warn("readiness not sent", "err", err)
+	}
 
 	select {
 	case s := <-sigs:
@@ -305,6 +313,9 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		e.log.Info("stopping: unmounted from outside", "mountpoint", mnt)
 	case <-ctx.Done():
 		e.log.Info("stopping", "err", context.Cause(ctx))
+	}
+	if err := sd.notify("STOPPING=1\nSTATUS=stopping: backends, then the mount, then the store"); err != nil {
+		e.log.Warn("stopping not sent", "err", err)
 	}
 	start := time.Now()
 	// A second signal forces the exit: the connection is aborted, and the
