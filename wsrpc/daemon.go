@@ -257,6 +257,9 @@ func (s *DaemonServer) Limit(ctx context.Context, req *pb.LimitRequest) (*pb.Lim
 // write would fail with ENOSPC, and 0 is no way to say "unlimited". The
 // limit command and mount --limit apply it, and so does the daemon.
 func CheckLimit(limit, used uint64) error {
+	if limit == 0 && used == 0 {
+		return errors.New("a limit of 0 B leaves no room for anything: give a size above 0")
+	}
 	if limit < used || limit == 0 {
 		return fmt.Errorf("a limit of %s is below the %s the workspace already stores", size.Format(limit), size.Format(used))
 	}

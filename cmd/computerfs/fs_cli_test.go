@@ -144,7 +144,7 @@ type serveDaemon struct {
 // live. Cleanup SIGKILLs it if the test has not stopped it.
 func startServe(t *testing.T, home, ws string) *serveDaemon {
 	t.Helper()
-	r, err := runCfs(home, "", nil, "serve", ws, "--daemon")
+	r, err := runCfs(home, "", nil, "serve", ws, "--daemon", "--create")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -968,7 +968,7 @@ func TestFSCommands(t *testing.T) {
 func TestFSNoWorkspace(t *testing.T) {
 	home, ws, _ := tempWorkspace(t)
 	r := fsRun(t, home, ws, "", "ls")
-	if r.code != exitFailed || !strings.Contains(r.stderr, "computerfs serve") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "no computerfs workspace at "+ws) || !strings.Contains(r.stderr, "computerfs init") {
 		t.Errorf("fs ls on a missing workspace: %v", r)
 	}
 	r = fsRun(t, home, ws, "x", "write", "--json", "/x")

@@ -38,8 +38,9 @@ type env struct {
 
 func allCommands() []command {
 	return []command{
-		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (created if missing) and serve it until unmounted", cmdMount},
-		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount", cmdServe},
+		{"init", "[WORKSPACE]", "create a new workspace (--limit SIZE); refuses a path that exists", cmdInit},
+		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (--create makes a missing one) and serve it until unmounted", cmdMount},
+		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount (--create makes a missing one)", cmdServe},
 		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
@@ -64,6 +65,7 @@ func usage(w io.Writer) {
 	for _, c := range allCommands() {
 		fmt.Fprintf(w, "  computerfs %-7s %-26s %s\n", c.name, c.args, c.summary)
 	}
+	fmt.Fprintf(w, "\nmount(8) and /etc/fstab (type fuse.computerfs) run it as mount.fuse3 does:\n  computerfs /path/ws.cfs MOUNTPOINT -o allow_other,limit=SIZE,memory-limit=SIZE,create\n")
 	fmt.Fprintf(w, "\nRun 'computerfs COMMAND --help' for a command's options.\n")
 }
 
@@ -89,7 +91,17 @@ func run(ctx context.Context, e *env, args []string) int {
 		}
 		return 0
 	}
-	for _, c := range allCommands() {
+	cmds := allCommands()
+	if src, mnt, opts, ok := helperArgs(args); ok {
+		// mount(8) by way of mount.fuse3: see fstab.go.
+		margs, err := helperMountArgs(src, mnt, opts)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "computerfs: %v\n", err)
+			return 2
+		}
+		cmds, args = []command{{name: "mount", run: cmdMount}}, append([]string{"mount"}, margs...)
+	}
+	for _, c := range cmds {
 		if c.name == args[0] {
 			err := c.run(ctx, e, args[1:])
 			if errors.Is(err, flag.ErrHelp) {

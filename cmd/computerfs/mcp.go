@@ -100,7 +100,10 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		return nil, err
 	}
 	// A host configured with a workspace that does not exist yet gets a
-	// new one, as mount makes it.
+	// new one: mcp is the one command that creates a missing workspace
+	// unasked (mount and serve want --create), since an agent host
+	// spawns it with a path and no one reads its stderr. An empty file
+	// or a directory is refused as everywhere (openHere).
 	var f *fs.FS
 	if _, serr := os.Stat(ws); errors.Is(serr, os.ErrNotExist) {
 		e.log.Info("mcp: creating the workspace", "workspace", ws)
@@ -178,8 +181,8 @@ func (s storeSnapshots) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.Exec
 // openHere opens the store of a workspace no daemon holds, in this
 // process, for the commands that work through the daemon when one runs.
 func openHere(e *env, ws string) (*fs.FS, error) {
-	if _, err := os.Stat(ws); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
+	if err := requireWorkspace(ws); err != nil {
+		return nil, err
 	}
 	f, err := fs.Open(ws, fs.Options{Logger: e.log})
 	if errors.Is(err, chunkstore.ErrInUse) {

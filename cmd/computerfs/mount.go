@@ -59,6 +59,7 @@ func defaultMountpoint() string {
 func cmdMount(ctx context.Context, e *env, args []string) error {
 	var (
 		daemon     bool
+		create     bool
 		limitStr   string
 		allowOther string
 		memLimit   string
@@ -66,6 +67,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	)
 	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
+		fl.BoolVar(&create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
 		fl.BoolVar(&c.debug, "debug", false, "log every FUSE request")
 		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
@@ -88,8 +90,8 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		return exitCode(2)
 	}
 	if limitStr != "" {
-		if c.limit, err = size.Parse(limitStr); err != nil {
-			return err
+		if c.limit, err = parseLimit(limitStr); err != nil {
+			return usageError{err}
 		}
 	}
 	switch allowOther {
@@ -106,6 +108,10 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	}
 	if err := c.metrics.check(); err != nil {
 		return usageError{err}
+	}
+	// Before a daemon starts, so that what is created is said here.
+	if err := ensureWorkspace(e, c.ws, create, c.limit); err != nil {
+		return err
 	}
 	if daemon {
 		return startDaemon(e, "mount", args)
@@ -186,6 +192,7 @@ const commitInterval = 100 * time.Millisecond
 
 func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err error) {
 	started := time.Now()
+	sd := newNotifier()
 	// Catch signals before the mount is live: one that arrives just after
 	// must unmount, not kill the process and leave a dead mount behind.
 	sigs := make(chan os.Signal, 2)
@@ -291,6 +298,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
+	live := "serving " + ws + " on " + ctl.Path()
+	if mnt != "" {
+		live = ws + " mounted at " + mnt
+	}
+	if err := sd.notify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=%s", os.Getpid(), live)); err != nil {
+		e.log.Warn("readiness not sent", "err", err)
+	}
 
 	select {
 	case s := <-sigs:
@@ -299,6 +313,9 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		e.log.Info("stopping: unmounted from outside", "mountpoint", mnt)
 	case <-ctx.Done():
 		e.log.Info("stopping", "err", context.Cause(ctx))
+	}
+	if err := sd.notify("STOPPING=1\nSTATUS=stopping: backends, then the mount, then the store"); err != nil {
+		e.log.Warn("stopping not sent", "err", err)
 	}
 	start := time.Now()
 	// A second signal forces the exit: the connection is aborted, and the

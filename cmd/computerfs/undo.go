@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+
 	"strings"
 	"time"
 
@@ -148,9 +148,6 @@ func onWorkspace(ctx context.Context, e *env, ws string, online func(*wsrpc.Daem
 	if d != nil {
 		defer closeD()
 		return online(d)
-	}
-	if _, err := os.Stat(ws); err != nil {
-		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	f, err := openHere(e, ws)
 	if err != nil {
