@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 
 	"github.com/computerfs/computerfs/fs"
@@ -63,6 +64,10 @@ func (w *WS) wholeWritable(op, what string) error {
 	}
 	if w.rootIno != fs.RootIno {
 		return pathErr(op, what, syscall.EACCES)
+	}
+	if w.rules != nil {
+		// It would put back paths the rules deny or make read-only.
+		return pathErr(op, what, fmt.Errorf("a view under path rules cannot change the whole workspace: %w", syscall.EACCES))
 	}
 	return nil
 }

@@ -37,6 +37,20 @@ func execLogPath(ws string) string {
 	return abs + ".execs.jsonl"
 }
 
+// fileView is api as the file API (CLI, daemon socket, MCP) serves it:
+// under the policy's top-level path rules.
+func fileView(api *workspace.WS) (*workspace.WS, error) {
+	pol, err := backends.LoadPolicy(policyPath())
+	if err != nil {
+		return nil, err
+	}
+	rs, err := pol.FileRules()
+	if err != nil || rs == nil {
+		return api, err
+	}
+	return api.WithRules(rs), nil
+}
+
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding
 // the store itself); onExec, if not nil, sees every exec's result.
 func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result)) (*backends.Runtime, func(), error) {

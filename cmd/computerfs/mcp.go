@@ -115,7 +115,12 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
-	w := &mcpWorkspace{api: api, snaps: storeSnapshots{f}, close: func() { f.Close() }}
+	files, err := fileView(api)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f}, close: func() { f.Close() }}
 	if !withExec {
 		return w, nil
 	}

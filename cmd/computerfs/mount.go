@@ -259,7 +259,11 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			srv.SnapshotsChanged(name)
 		}
 	}
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
+	files, err := fileView(api)
+	if err != nil {
+		return err
+	}
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err
