@@ -44,6 +44,7 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	FsName string
 	// Observer, if set, sees every request served (metrics).
 	Observer Observer
+	// Rules, if set, make the mount a policy view (rules.go): denied
+	// paths do not exist, read-only ones refuse changes.
+	Rules *workspace.Rules
 }
 
 // Server is a live mount.
@@ -83,6 +87,7 @@ type Server struct {
 	// is closed once the mount is gone from this mount namespace.
 	dev      uint64
 	detached chan struct{}
+	raw      *rawFS
 }
 
 // Mount mounts f at mountpoint and serves it until Unmount. It returns once
@@ -108,6 +113,9 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		base:          time.Now(),
 		log:           opts.Logger,
 		handles:       make(map[uint64]*handle),
+	}
+	if opts.Rules != nil {
+		raw.view = newViewPaths(opts.Rules)
 	}
 	mopts := &fuse.MountOptions{
 		AllowOther:               opts.AllowOther,
@@ -138,7 +146,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
-	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{}), detached: make(chan struct{})}
+	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{}), detached: make(chan struct{}), raw: raw}
 	raw.server = srv
 	go func() {
 		defer close(s.served)
@@ -321,6 +329,7 @@ func (s *Server) Done() <-chan struct{} { return s.served }
 // attributes of ino, after a change made through another door. Zero
 // arguments skip that part.
 func (s *Server) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
+	s.raw.viewInvalidate(parent, name)
 	if parent != 0 && name != "" {
 		s.srv.EntryNotify(uint64(parent), name)
 		// The directory's attributes and cached listing changed too.
@@ -352,6 +361,8 @@ type rawFS struct {
 	dirs listings
 	// snaps are the snapshot views' slots (snapshots.go).
 	snaps snapViews
+	// view is the policy view's paths (rules.go), nil for a plain mount.
+	view *viewPaths
 }
 
 func (r *rawFS) String() string { return "computerfs" }
@@ -402,11 +413,21 @@ func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
 
 func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) (code fuse.Status) {
 	defer r.end(OpLookup, r.begin(), &code, nil)
+	var p string
+	if r.view != nil {
+		// Before the store is asked: a denied name must not show.
+		if p = r.view.child(h.NodeId, name); p == "" {
+			return fuse.Status(syscall.ESTALE) // a directory renamed by another door
+		}
+		if r.view.verdict(p) == workspace.Deny || isSnapNode(h.NodeId) {
+			return denyLookup(out, r)
+		}
+	}
 	if isSnapNode(h.NodeId) {
 		return r.snapLookup(h.NodeId, name, out)
 	}
 	a, err := r.fs.Lookup(caller(h), fs.Ino(h.NodeId), name)
-	if err == syscall.ENOENT && h.NodeId == uint64(fs.RootIno) && name == SnapshotsDir {
+	if err == syscall.ENOENT && h.NodeId == uint64(fs.RootIno) && name == SnapshotsDir && r.view == nil {
 		// No real .snapshots: the views' directory.
 		d, err := r.snapDirAttr()
 		if err != nil {
@@ -423,6 +444,9 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 	}
 	if err != nil {
 		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
 	}
 	r.fillEntry(&a, out)
 	return fuse.OK
@@ -466,6 +490,9 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 	defer r.end(OpSetAttr, r.begin(), &code, nil)
 	if isSnapNode(in.NodeId) {
 		return fuse.EROFS
+	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
 	}
 	var sa fs.SetAttrIn
 	if m, ok := in.GetMode(); ok {
@@ -515,9 +542,16 @@ func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.E
 	if r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.Status(syscall.EEXIST)
 	}
+	p, st := r.createStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Create(caller(h), fs.Ino(h.NodeId), name, nn)
 	if err != nil {
 		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
 	}
 	r.fillEntry(&a, out)
 	return fuse.OK
@@ -563,9 +597,19 @@ func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 	if isSnapNode(in.NodeId) || isSnapNode(in.Oldnodeid) || r.takesSnapshotsName(in.NodeId, name) {
 		return fuse.EROFS
 	}
+	if st := r.changeStatus(in.Oldnodeid); st != fuse.OK {
+		return st // a new name would unprotect it
+	}
+	p, st := r.createStatus(in.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Link(caller(&in.InHeader), fs.Ino(in.Oldnodeid), fs.Ino(in.NodeId), name)
 	if err != nil {
 		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
 	}
 	r.fillEntry(&a, out)
 	return fuse.OK
@@ -576,7 +620,17 @@ func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) (c
 	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Unlink(fs.Ino(h.NodeId), name))
+	p, st := r.removeStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Unlink(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.drop(p)
+	}
+	return fuse.OK
 }
 
 func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
@@ -584,7 +638,17 @@ func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (co
 	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Rmdir(fs.Ino(h.NodeId), name))
+	p, st := r.removeStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Rmdir(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.drop(p)
+	}
+	return fuse.OK
 }
 
 func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) (code fuse.Status) {
@@ -592,7 +656,25 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 	if isSnapNode(in.NodeId) || isSnapNode(in.Newdir) || r.takesSnapshotsName(in.NodeId, oldName) || r.takesSnapshotsName(in.Newdir, newName) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
+	from, to, st := r.renameStatus(&in.InHeader, in.NodeId, oldName, in.Newdir, newName, in.Flags)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags); err != nil {
+		return errStatus(err)
+	}
+	if r.view != nil {
+		if in.Flags&fs.RenameExchange != 0 {
+			tmp := "\x00exchange"
+			r.view.move(to, tmp)
+			r.view.move(from, to)
+			r.view.move(tmp, from)
+		} else {
+			r.view.drop(to)
+			r.view.move(from, to)
+		}
+	}
+	return fuse.OK
 }
 
 // Access is not implemented (ENOSYS), on purpose: the kernel then stops
@@ -669,6 +751,9 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name strin
 		// rsync fall back to chmod instead of losing the permissions.
 		return fuse.Status(syscall.EOPNOTSUPP)
 	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
+	}
 	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
 }
 
@@ -676,6 +761,9 @@ func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	defer r.end(OpRemoveXAttr, r.begin(), &code, nil)
 	if isSnapNode(h.NodeId) {
 		return fuse.EROFS
+	}
+	if st := r.changeStatus(h.NodeId); st != fuse.OK {
+		return st
 	}
 	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
 }
@@ -714,9 +802,16 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 	if r.takesSnapshotsName(in.NodeId, name) {
 		return fuse.Status(syscall.EEXIST)
 	}
+	p, st := r.createStatus(in.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFREG})
 	if err != nil {
 		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
 	}
 	if _, err := r.fs.Open(a.Ino); err != nil {
 		return errStatus(err)
@@ -735,6 +830,9 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), "", fs.NewNode{Mode: in.Mode, Tmpfile: true})
 	if err != nil {
 		return errStatus(err)
+	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), unnamed) // writable until linked
 	}
 	r.fillEntry(&a, &out.EntryOut)
 	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
@@ -779,6 +877,9 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ 
 	if isSnapNode(in.NodeId) {
 		return 0, fuse.EROFS
 	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return 0, st
+	}
 	appendMode := false
 	if hd := r.handle(in.Fh); hd != nil {
 		appendMode = hd.flags&syscall.O_APPEND != 0
@@ -798,6 +899,9 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) 
 	defer r.end(OpCopyFileRange, r.begin(), &code, &n)
 	if isSnapNode(in.NodeIdOut) {
 		return 0, fuse.EROFS
+	}
+	if st := r.changeStatus(in.NodeIdOut); st != fuse.OK {
+		return 0, st
 	}
 	if isSnapNode(in.NodeId) {
 		// The kernel copies from a snapshot by reading it.
@@ -864,6 +968,9 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fu
 	if isSnapNode(in.NodeId) {
 		return fuse.EROFS
 	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
+	}
 	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
 }
 
@@ -887,6 +994,9 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 	i := sort.Search(len(l.cookies), func(i int) bool { return l.cookies[i] > in.Offset })
 	for ; i < len(l.entries); i++ {
 		e := l.entries[i]
+		if r.view != nil && r.hides(in.NodeId, e.Name) {
+			continue
+		}
 		de := fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type, Off: l.cookies[i]}
 		if !plus {
 			if !out.AddDirEntry(de) {
@@ -904,6 +1014,9 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 		a, err := r.fs.Lookup(fs.Caller{Uid: in.Uid, Gid: in.Gid, Kernel: true}, dir, e.Name)
 		if err != nil {
 			continue // gone since the listing was taken; the kernel skips nodeid 0
+		}
+		if r.view != nil {
+			r.view.add(uint64(a.Ino), r.view.child(in.NodeId, e.Name))
 		}
 		r.fillEntry(&a, eo)
 	}

@@ -1,0 +1,110 @@
+package fusefs_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/testmount"
+	"github.com/computerfs/computerfs/workspace"
+)
+
+// TestPolicyView: a second mount of the same workspace under path rules
+// (what the container backend binds) shows no denied path, refuses to
+// make one, and refuses changes to read-only ones, whatever the way in;
+// the plain mount beside it sees everything.
+func TestPolicyView(t *testing.T) {
+	m := testmount.New(t, testmount.Options{})
+	for p, data := range map[string]string{".env": "SECRET", "app/.env": "SECRET", "app/main.go": "package main", "vendor/lib.go": "package lib", "out/keep": "k"} {
+		full := filepath.Join(m.Dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"env-link": ".env", "app-link": "app"} {
+		if err := os.Symlink(target, filepath.Join(m.Dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := workspace.CompileRules([]workspace.Rule{{Pattern: "**/.env", Verdict: workspace.Deny}, {Pattern: "/vendor/**", Verdict: workspace.ReadOnly}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "view")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	view, err := fusefs.Mount(m.FS, dir, fusefs.Options{AllowOther: true, Rules: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Unmount()
+	at := func(p string) string { return filepath.Join(dir, p) }
+	errno := func(what string, err error, want syscall.Errno) {
+		t.Helper()
+		if !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", what, err, want)
+		}
+	}
+	for _, p := range []string{".env", "app/.env", "env-link", "app-link/.env", "app/../.env"} {
+		_, err := os.ReadFile(at(p))
+		errno("read "+p, err, syscall.ENOENT)
+	}
+	ents, err := os.ReadDir(at("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if slices.Contains(names, ".env") || !slices.Contains(names, "main.go") {
+		t.Errorf("ls app: %v", names)
+	}
+	errno("create .env", os.WriteFile(at("out/.env"), []byte("x"), 0o644), syscall.EACCES)
+	errno("write through the link", os.WriteFile(at("env-link"), []byte("x"), 0o644), syscall.EACCES)
+	errno("rename onto .env", os.Rename(at("out/keep"), at("out/.env")), syscall.EACCES)
+	errno("rename a dir holding .env", os.Rename(at("app"), at("app2")), syscall.EACCES)
+	errno("mkdir .env", os.Mkdir(at("out/.env"), 0o755), syscall.EACCES)
+	// Read-only.
+	if b, err := os.ReadFile(at("vendor/lib.go")); err != nil || string(b) != "package lib" {
+		t.Errorf("read vendor: %q %v", b, err)
+	}
+	errno("truncate vendor", os.WriteFile(at("vendor/lib.go"), []byte("x"), 0o644), syscall.EROFS)
+	f, err := os.OpenFile(at("vendor/lib.go"), os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		_, err = f.Write([]byte("x"))
+		f.Close()
+	}
+	errno("append vendor", err, syscall.EROFS)
+	errno("chmod vendor", os.Chmod(at("vendor/lib.go"), 0o600), syscall.EROFS)
+	errno("rm vendor", os.Remove(at("vendor/lib.go")), syscall.EROFS)
+	errno("create in vendor", os.WriteFile(at("vendor/new"), nil, 0o644), syscall.EROFS)
+	errno("rename vendor", os.Rename(at("vendor"), at("v2")), syscall.EROFS)
+	errno("move out of vendor", os.Rename(at("vendor/lib.go"), at("out/lib.go")), syscall.EROFS)
+	errno("link out of vendor", os.Link(at("vendor/lib.go"), at("out/lib.go")), syscall.EROFS)
+	// Allowed paths work.
+	if err := os.WriteFile(at("out/new"), []byte("fine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(at("out/new"), at("out/newer")); err != nil {
+		t.Fatal(err)
+	}
+	// The plain mount sees it all, and the secret as it was.
+	if b, err := os.ReadFile(filepath.Join(m.Dir, "app/.env")); err != nil || string(b) != "SECRET" {
+		t.Errorf("plain mount .env: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.Dir, "out/newer")); err != nil || string(b) != "fine" {
+		t.Errorf("plain mount out/newer: %q %v", b, err)
+	}
+	if _, err := os.Stat(at(".snapshots")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf(".snapshots in a policy view: %v", err)
+	}
+}
