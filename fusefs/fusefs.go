@@ -73,6 +73,12 @@ type Options struct {
 	// Rules, if set, make the mount a policy view (rules.go): denied
 	// paths do not exist, read-only ones refuse changes.
 	Rules *workspace.Rules
+	// Changed, if set, hears of every change made through this mount,
+	// as a Notifier does (entry name of parent, inode ino; zero parts
+	// unset): other mounts of the same workspace (policy views) must drop
+	// what their kernel cached. It is called without locks held, after
+	// the change.
+	Changed func(parent fs.Ino, name string, ino fs.Ino)
 }
 
 // Server is a live mount.
@@ -367,6 +373,13 @@ type rawFS struct {
 
 func (r *rawFS) String() string { return "computerfs" }
 
+// changed tells Options.Changed of a change served.
+func (r *rawFS) changed(parent uint64, name string, ino uint64) {
+	if r.opts.Changed != nil {
+		r.opts.Changed(fs.Ino(parent), name, fs.Ino(ino))
+	}
+}
+
 func errStatus(err error) fuse.Status {
 	if err == nil {
 		return fuse.OK
@@ -530,6 +543,7 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 	if err != nil {
 		return errStatus(err)
 	}
+	r.changed(0, "", in.NodeId)
 	r.fillAttr(&a, &out.Attr)
 	out.SetTimeout(r.opts.AttrTimeout)
 	return fuse.OK
@@ -553,6 +567,7 @@ func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.E
 	if r.view != nil {
 		r.view.add(uint64(a.Ino), p)
 	}
+	r.changed(h.NodeId, name, 0)
 	r.fillEntry(&a, out)
 	return fuse.OK
 }
@@ -608,6 +623,7 @@ func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 	if err != nil {
 		return errStatus(err)
 	}
+	r.changed(in.NodeId, name, in.Oldnodeid)
 	if r.view != nil {
 		r.view.add(uint64(a.Ino), p)
 	}
@@ -627,6 +643,7 @@ func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) (c
 	if err := r.fs.Unlink(fs.Ino(h.NodeId), name); err != nil {
 		return errStatus(err)
 	}
+	r.changed(h.NodeId, name, 0)
 	if r.view != nil {
 		r.view.drop(p)
 	}
@@ -645,6 +662,7 @@ func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (co
 	if err := r.fs.Rmdir(fs.Ino(h.NodeId), name); err != nil {
 		return errStatus(err)
 	}
+	r.changed(h.NodeId, name, 0)
 	if r.view != nil {
 		r.view.drop(p)
 	}
@@ -663,6 +681,8 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 	if err := r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags); err != nil {
 		return errStatus(err)
 	}
+	r.changed(in.NodeId, oldName, 0)
+	r.changed(in.Newdir, newName, 0)
 	if r.view != nil {
 		if in.Flags&fs.RenameExchange != 0 {
 			tmp := "\x00exchange"
@@ -754,7 +774,11 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name strin
 	if st := r.changeStatus(in.NodeId); st != fuse.OK {
 		return st
 	}
-	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
+	if err := r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", in.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
@@ -765,7 +789,11 @@ func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	if st := r.changeStatus(h.NodeId); st != fuse.OK {
 		return st
 	}
-	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
+	if err := r.fs.RemoveXattr(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", h.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) newHandle(hd *handle) uint64 {
@@ -813,6 +841,7 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 	if r.view != nil {
 		r.view.add(uint64(a.Ino), p)
 	}
+	r.changed(in.NodeId, name, 0)
 	if _, err := r.fs.Open(a.Ino); err != nil {
 		return errStatus(err)
 	}
@@ -888,6 +917,9 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ 
 	if err == nil && in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
 		_, err = r.fs.SetAttr(caller(&in.InHeader), fs.Ino(in.NodeId), fs.SetAttrIn{KillSuidGid: true})
 	}
+	if n > 0 {
+		r.changed(0, "", in.NodeId)
+	}
 	if err != nil && n == 0 {
 		return 0, errStatus(err)
 	}
@@ -912,6 +944,7 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) 
 		return 0, errStatus(err)
 	}
 	n = int(copied)
+	r.changed(0, "", in.NodeIdOut)
 	return uint32(copied), fuse.OK
 }
 
@@ -971,7 +1004,11 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fu
 	if st := r.changeStatus(in.NodeId); st != fuse.OK {
 		return st
 	}
-	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
+	if err := r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", in.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
 	"github.com/computerfs/computerfs/internal/testmount"
 	"github.com/computerfs/computerfs/workspace"
@@ -106,5 +108,71 @@ func TestPolicyView(t *testing.T) {
 	}
 	if _, err := os.Stat(at(".snapshots")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf(".snapshots in a policy view: %v", err)
+	}
+}
+
+// TestPolicyViewCoherent: with each mount's Changed telling the other,
+// a change made through either shows at once through the other, though
+// both cache for an hour; and a rename by the other mount out of a
+// denied name's reach is judged by the new path.
+func TestPolicyViewCoherent(t *testing.T) {
+	var viewSrv, mainSrv atomic.Pointer[fusefs.Server]
+	tell := func(p *atomic.Pointer[fusefs.Server]) func(fs.Ino, string, fs.Ino) {
+		return func(parent fs.Ino, name string, ino fs.Ino) {
+			if s := p.Load(); s != nil {
+				s.Invalidate(parent, name, ino)
+			}
+		}
+	}
+	m := testmount.New(t, testmount.Options{Fuse: fusefs.Options{Changed: tell(&viewSrv)}})
+	mainSrv.Store(m.Server)
+	rs, err := workspace.CompileRules([]workspace.Rule{{Pattern: "/secret/**", Verdict: workspace.Deny}, {Pattern: "/ro/**", Verdict: workspace.ReadOnly}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "view")
+	os.Mkdir(dir, 0o755)
+	view, err := fusefs.Mount(m.FS, dir, fusefs.Options{AllowOther: true, Rules: rs, Changed: tell(&mainSrv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewSrv.Store(view)
+	defer func() { viewSrv.Store(nil); view.Unmount() }()
+	mp, vp := func(p string) string { return filepath.Join(m.Dir, p) }, func(p string) string { return filepath.Join(dir, p) }
+	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
+	os.WriteFile(mp("f"), []byte("one"), 0o644)
+	if got := read(vp("f")); got != "one" {
+		t.Fatalf("view reads %q", got)
+	}
+	os.WriteFile(mp("f"), []byte("two!"), 0o644)
+	if got := read(vp("f")); got != "two!" {
+		t.Errorf("after a write through the mount, view reads %q", got)
+	}
+	os.WriteFile(vp("f"), []byte("three"), 0o644)
+	if got := read(mp("f")); got != "three" {
+		t.Errorf("after a write through the view, mount reads %q", got)
+	}
+	os.WriteFile(vp("g"), []byte("new"), 0o644)
+	if got := read(mp("g")); got != "new" {
+		t.Errorf("a file made through the view: mount reads %q", got)
+	}
+	os.Remove(mp("g"))
+	if _, err := os.Stat(vp("g")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("removed through the mount, the view still has g: %v", err)
+	}
+	// A file the view knows, moved by the other mount under /secret.
+	os.WriteFile(mp("h"), []byte("h"), 0o644)
+	if got := read(vp("h")); got != "h" {
+		t.Fatalf("view reads h as %q", got)
+	}
+	os.Mkdir(mp("secret"), 0o755)
+	if err := os.Rename(mp("h"), mp("secret/h")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(vp("secret/h")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("secret/h through the view: %v", err)
+	}
+	if _, err := os.Stat(vp("h")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("h through the view after the move: %v", err)
 	}
 }
