@@ -124,7 +124,7 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 	if !withExec {
 		return w, nil
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil, nil)
 	if err != nil {
 		f.Close()
 		return nil, err
