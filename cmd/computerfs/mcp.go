@@ -120,7 +120,7 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		f.Close()
 		return nil, err
 	}
-	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f}, close: func() { f.Close() }}
+	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files.Rules()}, close: func() { f.Close() }}
 	if !withExec {
 		return w, nil
 	}
@@ -140,7 +140,11 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 
 // storeSnapshots are the snapshots of a store this process holds, as the
 // daemon's Snapshot call makes them.
-type storeSnapshots struct{ f *fs.FS }
+// Their diff leaves out what the file API's rules deny.
+type storeSnapshots struct {
+	f     *fs.FS
+	rules *workspace.Rules
+}
 
 func (s storeSnapshots) Create(ctx context.Context, name string) (mcpserver.Snapshot, error) {
 	sn, err := s.f.CreateSnapshot(ctx, name)
@@ -165,9 +169,20 @@ func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserv
 	d, err := fs.DiffSnapshots(s.f.Store(), name, other)
 	out := []mcpserver.DiffEntry{}
 	for _, e := range d {
+		if s.denied(e.Path) || s.denied(e.OldPath) {
+			continue
+		}
 		out = append(out, mcpserver.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: workspace.TypeName(e.Type), OldSize: e.OldSize, Size: e.Size})
 	}
 	return out, err
+}
+
+func (s storeSnapshots) denied(p string) bool {
+	if s.rules == nil || p == "" {
+		return false
+	}
+	v, _ := s.rules.Verdict(p)
+	return v == workspace.Deny
 }
 
 func (s storeSnapshots) Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error) {

@@ -269,6 +269,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if err != nil {
 		return err
 	}
+	dopts.Rules = files.Rules()
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {

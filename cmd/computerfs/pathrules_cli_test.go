@@ -71,6 +71,16 @@ func TestPathRulesThroughDaemon(t *testing.T) {
 			t.Errorf("%s on the mount: %q, %v", p, b, err)
 		}
 	}
+	// A snapshot diff through the daemon leaves denied paths out, with
+	// their patches.
+	if r := cli(t, home, "snapshot", "create", mnt, "before"); r.code != 0 {
+		t.Fatalf("snapshot: %v", r)
+	}
+	os.WriteFile(filepath.Join(mnt, "proj/.env"), []byte(secret+"-2"), 0o644)
+	os.WriteFile(filepath.Join(mnt, "proj/main.go"), []byte("package main // 2\n"), 0o644)
+	if r := cli(t, home, "snapshot", "diff", "--patch", mnt, "before"); r.code != 0 || strings.Contains(r.stdout, ".env") || strings.Contains(r.stdout, secret) || !strings.Contains(r.stdout, "main.go") {
+		t.Errorf("snapshot diff: %v", r)
+	}
 	// And the container sees the shell's change (the file API's changes
 	// reach its view's kernel cache).
 	if r := exec("container", "cat vendor/lib.go"); r.stdout != "changed\n" {
