@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/apitest"
 	"github.com/computerfs/computerfs/workspace"
 )
@@ -170,10 +171,56 @@ func TestRulesDeny(t *testing.T) {
 	if !errors.Is(err, syscall.ENOTEMPTY) {
 		t.Errorf("rm -r /app: %v, want ENOTEMPTY", err)
 	}
-	// Whole-workspace changes are refused.
-	_, err = w.Restore(ctx, "x", nil)
-	if !errors.Is(err, syscall.EACCES) {
-		t.Errorf("restore: %v", err)
+}
+
+// TestRulesRewind: a restore or undo through a view under rules is
+// refused when it would change a protected path, and goes when not.
+func TestRulesRewind(t *testing.T) {
+	ctx := context.Background()
+	full, w := ruledWS(t, ordered(t, "**/.env=deny", "/vendor/**=read_only"))
+	f := full.FS()
+	if _, err := f.CreateSnapshot(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.WriteFile(ctx, "/app/.env", []byte("changed"), workspace.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.WriteFile(ctx, "/src/a.go", []byte("changed"), workspace.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.Restore(ctx, "s", nil)
+	wantErrno(t, "restore over .env", err, syscall.EACCES)
+	if _, err := w.Restore(ctx, "s", []string{"/src"}); err != nil {
+		t.Errorf("restore /src: %v", err)
+	}
+	if b, _, _ := full.ReadFile(ctx, "/src/a.go", 0); string(b) != "package a" {
+		t.Errorf("after the restore /src/a.go is %q", b)
+	}
+	if b, _, _ := full.ReadFile(ctx, "/app/.env", 0); string(b) != "changed" {
+		t.Errorf("the restore of /src changed .env: %q", b)
+	}
+	// Undo of an exec that changed vendor: refused; of one that did not: done.
+	exec := func(id, p string) {
+		cp, err := full.BeginExec(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := full.WriteFile(ctx, p, []byte(id), workspace.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := full.EndExec(ctx, cp, fs.ExecRecord{Paths: []string{p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("e1", "/vendor/lib/x.go")
+	_, _, err = w.Undo(ctx, fs.UndoOptions{Exec: "e1"})
+	wantErrno(t, "undo a vendor change", err, syscall.EROFS)
+	exec("e2", "/out/keep")
+	if _, _, err := w.Undo(ctx, fs.UndoOptions{}); err != nil {
+		t.Errorf("undo /out: %v", err)
+	}
+	if b, _, _ := full.ReadFile(ctx, "/out/keep", 0); string(b) != "k" {
+		t.Errorf("after the undo /out/keep is %q", b)
 	}
 }
 

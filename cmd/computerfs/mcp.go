@@ -120,7 +120,7 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		f.Close()
 		return nil, err
 	}
-	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files.Rules()}, close: func() { f.Close() }}
+	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files}, close: func() { f.Close() }}
 	if !withExec {
 		return w, nil
 	}
@@ -140,10 +140,12 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 
 // storeSnapshots are the snapshots of a store this process holds, as the
 // daemon's Snapshot call makes them.
-// Their diff leaves out what the file API's rules deny.
+// Their diff leaves out what the file API's rules deny; restore and undo
+// go through its view, which refuses them when they would change a path
+// the rules protect.
 type storeSnapshots struct {
-	f     *fs.FS
-	rules *workspace.Rules
+	f   *fs.FS
+	api *workspace.WS
 }
 
 func (s storeSnapshots) Create(ctx context.Context, name string) (mcpserver.Snapshot, error) {
@@ -178,21 +180,19 @@ func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserv
 }
 
 func (s storeSnapshots) denied(p string) bool {
-	if s.rules == nil || p == "" {
+	if s.api.Rules() == nil || p == "" {
 		return false
 	}
-	v, _ := s.rules.Verdict(p)
+	v, _ := s.api.Rules().Verdict(p)
 	return v == workspace.Deny
 }
 
 func (s storeSnapshots) Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error) {
-	rep, _, err := s.f.Restore(ctx, name, fs.RestoreOptions{Paths: paths})
-	return rep, err
+	return s.api.Restore(ctx, name, paths)
 }
 
 func (s storeSnapshots) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error) {
-	rec, rep, _, err := s.f.Undo(ctx, opts)
-	return rec, rep, err
+	return s.api.Undo(ctx, opts)
 }
 
 // openHere opens the store of a workspace no daemon holds, in this
