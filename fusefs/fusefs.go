@@ -186,6 +186,9 @@ func raiseReadAhead(mnt string, log *slog.Logger) {
 	}
 }
 
+// Mountpoint is where the server is mounted.
+func (s *Server) Mountpoint() string { return s.mnt }
+
 // Detached is closed once the mount is gone from this process's mount
 // namespace (umount from outside, lazy ones included) or the kernel has
 // ended the connection. The connection may outlive the first: a mount
@@ -472,6 +475,9 @@ func (r *rawFS) Forget(nodeid, nlookup uint64) {
 			r.snaps.forget(slot, nlookup)
 		}
 		return
+	}
+	if r.view != nil {
+		r.view.forget(nodeid, nlookup)
 	}
 	r.fs.Forget(fs.Ino(nodeid), nlookup)
 }

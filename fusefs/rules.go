@@ -37,18 +37,24 @@ import (
 // .snapshots views are not served (they would show denied paths as they
 // were).
 
-// viewPaths are the paths a policy view knows for each node.
+// viewPaths are the paths a policy view knows for each node the kernel
+// holds: a node is forgotten with the kernel's last reference.
 type viewPaths struct {
 	rules *workspace.Rules
 	mu    sync.Mutex
-	nodes map[uint64][]string
+	nodes map[uint64]*viewNode
+}
+
+type viewNode struct {
+	paths []string
+	refs  uint64 // the kernel's lookup references
 }
 
 // maxPathsPerNode bounds what the view keeps of a node's hard links.
 const maxPathsPerNode = 16
 
 func newViewPaths(rs *workspace.Rules) *viewPaths {
-	return &viewPaths{rules: rs, nodes: map[uint64][]string{uint64(fs.RootIno): {"/"}}}
+	return &viewPaths{rules: rs, nodes: map[uint64]*viewNode{uint64(fs.RootIno): {paths: []string{"/"}, refs: 1}}}
 }
 
 // child is the path of name in directory node dir ("" if dir's is not
@@ -56,10 +62,11 @@ func newViewPaths(rs *workspace.Rules) *viewPaths {
 func (v *viewPaths) child(dir uint64, name string) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	ps := v.nodes[dir]
-	if len(ps) == 0 {
+	n := v.nodes[dir]
+	if n == nil || len(n.paths) == 0 {
 		return ""
 	}
+	ps := n.paths
 	// A directory has one name.
 	if ps[0] == "/" {
 		return "/" + name
@@ -67,38 +74,61 @@ func (v *viewPaths) child(dir uint64, name string) string {
 	return ps[0] + "/" + name
 }
 
-// add records p as a path of node.
+// add records p as a path of node, which the kernel was just given a
+// reference to.
 func (v *viewPaths) add(node uint64, p string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	ps := v.nodes[node]
-	for _, q := range ps {
+	n := v.nodes[node]
+	if n == nil {
+		n = &viewNode{}
+		v.nodes[node] = n
+	}
+	n.refs++
+	if p == "" {
+		return
+	}
+	for _, q := range n.paths {
 		if q == p {
 			return
 		}
 	}
-	if len(ps) >= maxPathsPerNode {
-		ps = ps[1:]
+	if len(n.paths) >= maxPathsPerNode {
+		n.paths = n.paths[1:]
 	}
-	v.nodes[node] = append(ps, p)
+	n.paths = append(n.paths, p)
+}
+
+// forget drops nlookup of the kernel's references to node.
+func (v *viewPaths) forget(node, nlookup uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.nodes[node]
+	if n == nil || node == uint64(fs.RootIno) {
+		return
+	}
+	if n.refs <= nlookup {
+		delete(v.nodes, node)
+		return
+	}
+	n.refs -= nlookup
 }
 
 // drop forgets path p (of whatever node) and every path below it.
 func (v *viewPaths) drop(p string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for n, ps := range v.nodes {
-		kept := ps[:0]
-		for _, q := range ps {
+	for id, n := range v.nodes {
+		if id == uint64(fs.RootIno) {
+			continue
+		}
+		kept := n.paths[:0]
+		for _, q := range n.paths {
 			if q != p && !strings.HasPrefix(q, p+"/") {
 				kept = append(kept, q)
 			}
 		}
-		if len(kept) == 0 && n != uint64(fs.RootIno) {
-			delete(v.nodes, n)
-		} else {
-			v.nodes[n] = kept
-		}
+		n.paths = kept
 	}
 }
 
@@ -106,16 +136,15 @@ func (v *viewPaths) drop(p string) {
 func (v *viewPaths) move(from, to string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for n, ps := range v.nodes {
-		for i, q := range ps {
+	for _, n := range v.nodes {
+		for i, q := range n.paths {
 			switch {
 			case q == from:
-				ps[i] = to
+				n.paths[i] = to
 			case strings.HasPrefix(q, from+"/"):
-				ps[i] = to + q[len(from):]
+				n.paths[i] = to + q[len(from):]
 			}
 		}
-		v.nodes[n] = ps
 	}
 }
 
@@ -138,7 +167,10 @@ func (v *viewPaths) verdict(p string) workspace.Verdict {
 // with none known is read-only.
 func (v *viewPaths) nodeVerdict(node uint64) workspace.Verdict {
 	v.mu.Lock()
-	ps := append([]string(nil), v.nodes[node]...)
+	var ps []string
+	if n := v.nodes[node]; n != nil {
+		ps = append(ps, n.paths...)
+	}
 	v.mu.Unlock()
 	if len(ps) == 0 {
 		return workspace.ReadOnly
