@@ -54,6 +54,20 @@ import (
 // with EACCES (whether or not it exists, so that says nothing). A
 // read-only path fails every change with EROFS. Each such error's cause
 // is a *RuleError naming the rule.
+//
+// A directory that holds a protected path (denied or read-only, where it
+// is or where it would go) cannot be renamed: EACCES, or EROFS. A
+// recursive copy leaves the denied entries behind and fails on an entry
+// that would land on a protected path; a recursive remove leaves denied
+// entries (the directory then stays, ENOTEMPTY). The change feed leaves
+// denied paths out, snapshots read through the view obey its rules, and
+// a restore or an undo through it is refused when it would change a
+// protected path (for an undo, the paths its exec changed, which must be
+// known).
+//
+// Rules are on paths, not inodes: a hard link made by a door the rules
+// do not bind (the daemon's own mount, which is the host user's) gives a
+// file a second name, judged as that name.
 
 // Verdict is what a path rule decides.
 type Verdict uint8
