@@ -115,7 +115,9 @@ type Rule struct {
 // Rules are compiled layers of path rules. A nil *Rules allows all.
 type Rules struct {
 	layers [][]compiledRule
-	maxAlt int
+	// states is how many NFA states Verdict steps: the sum over the
+	// rules' alternatives of 2*(len+1).
+	states int
 }
 
 type compiledRule struct {
@@ -184,7 +186,9 @@ func CompileRules(layers ...[]Rule) (*Rules, error) {
 				return nil, err
 			}
 			out = append(out, c)
-			rs.maxAlt = max(rs.maxAlt, c.g.maxAlt)
+			for _, alt := range c.g.alts {
+				rs.states += 2 * (len(alt) + 1)
+			}
 		}
 		// A later layer's rule with the same pattern replaces an earlier
 		// layer's.
@@ -225,21 +229,48 @@ func (rs *Rules) Verdict(p string) (Verdict, Rule) {
 	if len(segs) == 0 {
 		return Allow, Rule{}
 	}
-	scratch := make([]bool, 2*(rs.maxAlt+1))
-	// matched[l][i]: rule i of layer l matched p's prefix so far.
+	// Each rule's alternatives run as NFAs stepped one segment at a time
+	// (globStates, incrementally): a rule matches p or a directory above
+	// it when one reaches its end after some prefix.
+	buf := make([]bool, rs.states)
+	type nfa struct {
+		alt       []globSeg
+		cur, next []bool
+		dead      bool
+	}
+	runs := make([][][]nfa, len(rs.layers)) // layer, rule, alternative
 	matched := make([][]bool, len(rs.layers))
-	for l := range rs.layers {
-		matched[l] = make([]bool, len(rs.layers[l]))
+	for l, layer := range rs.layers {
+		runs[l] = make([][]nfa, len(layer))
+		matched[l] = make([]bool, len(layer))
+		for i := range layer {
+			for _, alt := range layer[i].g.alts {
+				n := len(alt) + 1
+				r := nfa{alt: alt, cur: buf[:n:n], next: buf[n : 2*n : 2*n]}
+				buf = buf[2*n:]
+				r.cur[0] = true
+				globClosure(alt, r.cur)
+				runs[l][i] = append(runs[l][i], r)
+			}
+		}
 	}
 	var v Verdict
 	var by Rule
-	for k := 1; k <= len(segs); k++ {
+	for _, seg := range segs {
 		v, by = Allow, Rule{}
 		for l, layer := range rs.layers {
 			lv, lby := Allow, Rule{}
 			for i := range layer {
-				if !matched[l][i] {
-					matched[l][i] = layer[i].g.matchSegs(segs[:k], scratch)
+				for a := range runs[l][i] {
+					r := &runs[l][i][a]
+					if r.dead {
+						continue
+					}
+					r.dead = !globStep(r.alt, seg, r.cur, r.next)
+					r.cur, r.next = r.next, r.cur
+					if r.cur[len(r.alt)] {
+						matched[l][i] = true
+					}
 				}
 				if matched[l][i] {
 					lv, lby = layer[i].Verdict, layer[i].Rule
@@ -256,14 +287,25 @@ func (rs *Rules) Verdict(p string) (Verdict, Rule) {
 	return v, by
 }
 
-// matchSegs is Match on split segments.
-func (g *globPattern) matchSegs(segs []string, scratch []bool) bool {
-	for _, alt := range g.alts {
-		if globStates(alt, segs, scratch)[len(alt)] {
-			return true
+// globStep moves the NFA of alt over one segment, from states cur into
+// next (cleared first), and says whether any state is live.
+func globStep(alt []globSeg, seg string, cur, next []bool) bool {
+	clear(next)
+	live := false
+	for i := 0; i < len(alt); i++ {
+		if !cur[i] {
+			continue
+		}
+		if alt[i].star {
+			next[i] = true
+			live = true
+		} else if alt[i].match(seg) {
+			next[i+1] = true
+			live = true
 		}
 	}
-	return false
+	globClosure(alt, next)
+	return live
 }
 
 // Restricts says whether any rule could restrict a path strictly below
