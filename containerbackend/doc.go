@@ -60,9 +60,9 @@
 // `find` do not list it, creating one or renaming onto one is EACCES,
 // through any name (symlinks and ".." are resolved by the kernel, one
 // lookup at a time, each checked); a read-only path refuses every change
-// with EROFS (the open for writing succeeds, its first write or its
-// O_TRUNC does not), and so does a rename of a directory that holds a
-// protected path. The idmapped clone, the stage and the rest below are
+// with EROFS, opening it for writing included, and so does a rename of a
+// directory that holds a protected path (EACCES when what it holds is
+// denied). The idmapped clone, the stage and the rest below are
 // as for the plain mount. A backend with rules never gets the plain
 // mount: without a way to make a view (no daemon mount), it does not
 // start.

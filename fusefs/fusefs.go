@@ -882,8 +882,25 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 // Nothing is lost: an unlinked open file stays alive through the kernel's
 // lookup reference, O_APPEND offsets come from the kernel, and dirty
 // chunks reach the store by the committer's tick or by fsync.
+//
+// A policy view (rules.go) answers OPEN, so that opening a read-only
+// file for writing fails there, as on a read-only file system, rather
+// than at its first write.
 func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return fuse.ENOSYS
+	if r.view == nil {
+		return fuse.ENOSYS
+	}
+	if in.Flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
+		if st := r.changeStatus(in.NodeId); st != fuse.OK {
+			return st
+		}
+	}
+	if _, err := r.fs.Open(fs.Ino(in.NodeId)); err != nil {
+		return errStatus(err)
+	}
+	out.Fh = r.newHandle(&handle{ino: fs.Ino(in.NodeId), flags: in.Flags})
+	out.OpenFlags = openFlags
+	return fuse.OK
 }
 
 func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, code fuse.Status) {

@@ -28,9 +28,9 @@ import (
 // setattr, fallocate, xattrs, link from it) are checked against every
 // path the view knows for it, the strictest winning; a node whose every
 // known path another door renamed or removed (Invalidate drops them)
-// counts as read-only until the kernel looks it up again. Open is not
-// sent by the kernel here (see Open), so opening a read-only file for
-// writing succeeds and its first write, or its O_TRUNC, fails.
+// counts as read-only until the kernel looks it up again. A view answers
+// OPEN (a plain mount does not, see Open), so opening a read-only file
+// for writing fails with EROFS.
 //
 // Known limits, by design of path rules: a hard link made through
 // another door gives an inode a second name the view may allow; the

@@ -80,12 +80,15 @@ func TestPolicyView(t *testing.T) {
 		t.Errorf("read vendor: %q %v", b, err)
 	}
 	errno("truncate vendor", os.WriteFile(at("vendor/lib.go"), []byte("x"), 0o644), syscall.EROFS)
-	f, err := os.OpenFile(at("vendor/lib.go"), os.O_WRONLY|os.O_APPEND, 0)
-	if err == nil {
-		_, err = f.Write([]byte("x"))
+	_, err = os.OpenFile(at("vendor/lib.go"), os.O_WRONLY|os.O_APPEND, 0)
+	errno("open vendor to append", err, syscall.EROFS)
+	_, err = os.OpenFile(at("vendor/lib.go"), os.O_RDWR, 0)
+	errno("open vendor read-write", err, syscall.EROFS)
+	if f, err := os.Open(at("vendor/lib.go")); err != nil {
+		t.Errorf("open vendor to read: %v", err)
+	} else {
 		f.Close()
 	}
-	errno("append vendor", err, syscall.EROFS)
 	errno("chmod vendor", os.Chmod(at("vendor/lib.go"), 0o600), syscall.EROFS)
 	errno("rm vendor", os.Remove(at("vendor/lib.go")), syscall.EROFS)
 	errno("create in vendor", os.WriteFile(at("vendor/new"), nil, 0o644), syscall.EROFS)
