@@ -275,6 +275,15 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 			return nil, err
 		}
 	}
+	// Its path rules: the top level's, then the backend's (HostFS checks
+	// them on every path, after symlinks).
+	rules, err := r.opts.Policy.PathRules(id)
+	if err != nil {
+		return nil, err
+	}
+	if rules != nil {
+		view = view.WithRules(rules)
+	}
 	tok := r.newToken(view)
 	defer r.dropToken(tok)
 

@@ -144,6 +144,9 @@ func (w *WS) walkRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth 
 			continue
 		}
 		ep := joinPath(p, e.Name)
+		if w.rules != nil && w.hidden(ep) {
+			continue
+		}
 		more, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep, depth: depth, dir: ino, name: e.Name})
 		if err != nil || !more {
 			return false, err
@@ -276,6 +279,9 @@ func (w *WS) walkGlob(ctx context.Context, ino fs.Ino, p string, visit func(walk
 			continue
 		}
 		ep := joinPath(p, e.Name)
+		if w.rules != nil && w.hidden(ep) {
+			continue
+		}
 		more, descend, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep})
 		if err != nil || !more {
 			return false, err
@@ -672,6 +678,9 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 	}
 	for _, e := range list {
 		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		if w.rules != nil && w.hidden(joinPath(p, e.Name)) {
 			continue
 		}
 		ea, err := w.entryAttr(ino, e.Name, e.Ino)

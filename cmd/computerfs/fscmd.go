@@ -311,7 +311,12 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return workspace.New(f, workspace.Options{}), f.Close, nil
+	files, err := fileView(workspace.New(f, workspace.Options{}))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return files, f.Close, nil
 }
 
 // openSnapshot is the read-only API over snapshot name of api's

@@ -238,11 +238,17 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	var rt *backends.Runtime // set before anything lists it
 	listBackends := func(ctx context.Context) []*pb.BackendInfo { return rt.List(ctx, false) }
 	m := metrics.New(metrics.Sources{FS: f, Backends: listBackends})
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec)
+	// Backends with path rules that need the mount get policy views of it.
+	views := newPolicyViews(f, c.allowOther, absMnt, e.log)
+	var viewMount func(string, *workspace.Rules) (string, error)
+	if absMnt != "" {
+		viewMount = views.mount
+	}
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec, viewMount)
 	if err != nil {
 		return err
 	}
-	undo = append(undo, closeRT)
+	undo = append(undo, func() { views.close(context.WithoutCancel(ctx)) }, closeRT)
 	var msrv *metrics.Server
 	if c.metrics.addr != "" {
 		msrv, err = m.Listen(c.metrics.addr, metrics.ServeOptions{Pprof: c.metrics.pprof, AnyAddress: c.metrics.anyAddress, Logger: e.log})
@@ -266,7 +272,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			srv.SnapshotsChanged(name)
 		}
 	}
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
+	files, err := fileView(api)
+	if err != nil {
+		return err
+	}
+	dopts.Rules = files.Rules()
+	dopts.WS = files // restore and undo obey the file API's rules
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err
@@ -283,11 +295,12 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
-		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m})
+		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
 		if err != nil {
 			return err
 		}
-		api.SetNotifier(srv)
+		views.setMain(srv, c.allowOther)
+		api.SetNotifier(views)
 		mounted.Store(srv)
 		detached = srv.Detached()
 		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
@@ -342,6 +355,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	// wait forever.
 	closeRT()
 	e.log.Info("backends stopped", "took", time.Since(start).Round(time.Millisecond))
+	// Then the policy views they bound.
+	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
+	views.close(vctx)
+	vcancel()
 	if srv != nil {
 		mounted.Store(nil)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
