@@ -342,6 +342,31 @@ func TestNullArguments(t *testing.T) {
 	fails(t, l.cs, "read", map[string]any{"file_path": nil}, "file_path")
 }
 
+// Arguments are checked against the tool's input schema before the tool
+// runs, and a call that does not fit is a tool error saying why.
+func TestBadArguments(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	l.put(t, "/a.txt", "one\n")
+	tests := []struct {
+		name string
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"missing", "read", map[string]any{}, []string{`validating "arguments"`, "file_path"}},
+		{"wrong type", "read", map[string]any{"file_path": "/a.txt", "limit": "ten"}, []string{`validating "arguments"`, "limit"}},
+		{"not an integer", "read", map[string]any{"file_path": "/a.txt", "offset": 1.5}, []string{`validating "arguments"`, "offset"}},
+		{"unknown", "ls", map[string]any{"path": "/", "recursive": true}, []string{`validating "arguments"`, "recursive"}},
+		{"another case", "read", map[string]any{"FILE_PATH": "/a.txt"}, []string{`validating "arguments"`}},
+		{"list of strings", "ls", map[string]any{"ignore": "node_modules"}, []string{`validating "arguments"`, "ignore"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fails(t, l.cs, tc.tool, tc.args, tc.want...)
+		})
+	}
+}
+
 // Hosts call tools in parallel: a session's edits of one file, at once,
 // all land (none fails another's compare-and-swap).
 func TestParallelEdits(t *testing.T) {

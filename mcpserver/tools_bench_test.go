@@ -6,19 +6,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/computerfs/computerfs/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Benchmarks of single tool calls in process (in-memory transport, the
 // store opened here): the server's own cost, without a process boundary.
 func benchTool(b *testing.B, name string, args func(i int) map[string]any) {
-	l := newLocal(&testing.T{}, localOpts{noExec: true})
+	*mcpserver.ValidateOutput = false
+	b.Cleanup(func() { *mcpserver.ValidateOutput = true })
+	l := newLocal(b, localOpts{noExec: true})
 	src, err := os.ReadFile("../workspace/walk.go")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, p := range []string{"/workspace/walk.go", "/workspace/a.go", "/workspace/b.go"} {
-		l.put(&testing.T{}, p, string(src))
+		l.put(b, p, string(src))
 	}
 	l.cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "/workspace/walk.go"}})
 	b.ResetTimer()
