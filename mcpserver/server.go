@@ -53,6 +53,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+
+	// grepScanLimit, when set (by tests), replaces grepScanFiles and
+	// grepScanLines.
+	grepScanLimit int
 }
 
 const instructions = `Tools on a computerfs workspace: a durable filesystem that every backend (and the FUSE mount) shares.
