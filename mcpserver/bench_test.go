@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -31,6 +32,10 @@ import (
 // the others: a second table sets its p50 beside this build's, each
 // call of the two under the same load.
 // CFS_MCP_BENCH_ONLY=WORD measures only the rows whose tool has WORD.
+// abPath is the file the other build's session edits or writes in
+// place of p.
+func abPath(p string) string { return strings.TrimSuffix(p, path.Ext(p)) + ".ab" + path.Ext(p) }
+
 func TestMCPBench(t *testing.T) {
 	if os.Getenv("CFS_MCP_BENCH") != "1" {
 		t.Skip("a benchmark: set CFS_MCP_BENCH=1")
@@ -86,6 +91,13 @@ func TestMCPBench(t *testing.T) {
 	if _, err := w.Mkdir(context.Background(), "/empty", workspace.MkdirOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The other build's own copy of the file edited (two sessions editing
+	// one file would fail each other's compare-and-swap).
+	if b, err := os.ReadFile(filepath.Join(host, "workspace/walk.go")); err != nil {
+		t.Fatal(err)
+	} else if _, err := w.WriteFile(context.Background(), abPath("/workspace/walk.go"), b, workspace.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +138,7 @@ func TestMCPBench(t *testing.T) {
 	ok(t, cfsSession, "read", map[string]any{"file_path": "/" + file}) // edit needs it
 	ok(t, localSession, "read", map[string]any{"file_path": "/" + file})
 	if abSession != nil {
-		ok(t, abSession, "read", map[string]any{"file_path": "/" + file})
+		ok(t, abSession, "read", map[string]any{"file_path": abPath("/" + file)})
 	}
 	type step func(i int) (string, map[string]any)
 	toggle := func(i int) (string, string) {
@@ -226,7 +238,13 @@ func TestMCPBench(t *testing.T) {
 		ts := []*target{d, l}
 		var ab, ref *target
 		if abSession != nil {
-			ab = &target{cs: abSession, step: r.cfs}
+			ab = &target{cs: abSession, step: func(i int) (string, map[string]any) {
+				name, args := r.cfs(i)
+				if p, ok := args["file_path"].(string); ok && (name == "edit" || name == "write") {
+					args["file_path"] = abPath(p)
+				}
+				return name, args
+			}}
 			ts = append(ts, ab)
 		}
 		if r.ref != nil {
