@@ -588,11 +588,14 @@ func (s *Server) grepNewestFirst(ctx context.Context, opt workspace.GrepOptions,
 // newestFirst returns the indexes of paths, newest file first; files of
 // the same time (or that could not be described) keep their order.
 func (s *Server) newestFirst(ctx context.Context, paths []string) []int {
-	infos := s.statAll(ctx, paths)
 	order := make([]int, len(paths))
 	for i := range order {
 		order[i] = i
 	}
+	if len(paths) < 2 {
+		return order // nothing to sort: no call for the time
+	}
+	infos := s.statAll(ctx, paths)
 	mtime := func(i int) time.Time {
 		if infos[i] == nil {
 			return time.Time{}
