@@ -539,7 +539,18 @@ func (s *Server) grepNewestFirst(ctx context.Context, opt workspace.GrepOptions,
 			paths = append(paths, f.Path)
 		}
 	}
-	order := s.newestFirst(ctx, paths)
+	var known []time.Time // the files' times, when the answer has them
+	if !content {
+		known = make([]time.Time, len(all.Files))
+		for i, f := range all.Files {
+			if f.Mtime.IsZero() {
+				known = nil
+				break
+			}
+			known[i] = f.Mtime
+		}
+	}
+	order := s.newestFirst(ctx, paths, known)
 	res.Skipped = all.Skipped
 	var n int // entries scanned: files, or matching lines
 	if content {
@@ -587,7 +598,8 @@ func (s *Server) grepNewestFirst(ctx context.Context, opt workspace.GrepOptions,
 
 // newestFirst returns the indexes of paths, newest file first; files of
 // the same time (or that could not be described) keep their order.
-func (s *Server) newestFirst(ctx context.Context, paths []string) []int {
+// known, if not nil, holds their times; else they are asked for.
+func (s *Server) newestFirst(ctx context.Context, paths []string, known []time.Time) []int {
 	order := make([]int, len(paths))
 	for i := range order {
 		order[i] = i
@@ -595,13 +607,15 @@ func (s *Server) newestFirst(ctx context.Context, paths []string) []int {
 	if len(paths) < 2 {
 		return order // nothing to sort: no call for the time
 	}
-	infos := s.statAll(ctx, paths)
-	mtime := func(i int) time.Time {
-		if infos[i] == nil {
-			return time.Time{}
+	if known == nil {
+		known = make([]time.Time, len(paths))
+		for i, fi := range s.statAll(ctx, paths) {
+			if fi != nil {
+				known[i] = fi.Mtime
+			}
 		}
-		return infos[i].Mtime
 	}
+	mtime := func(i int) time.Time { return known[i] }
 	sort.SliceStable(order, func(a, b int) bool { return mtime(order[a]).After(mtime(order[b])) })
 	return order
 }
