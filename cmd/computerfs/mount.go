@@ -554,7 +554,11 @@ func waitExit(ctx context.Context, pid int, d time.Duration) bool {
 	}
 }
 
-// processAlive says whether pid is a process that has not exited.
+// processAlive says whether pid is a process that has not finished
+// exiting. A killed multithreaded process's leader turns zombie while its
+// other threads still tear down, holding the files they share (the
+// store's lock, the control socket, which then accepts a connection and
+// resets it): it is alive until its last thread is gone.
 func processAlive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
@@ -564,8 +568,9 @@ func processAlive(pid int) bool {
 		return false
 	}
 	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		return err == nil && len(tasks) > 1
 	}
 	return true
 }
