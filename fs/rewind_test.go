@@ -401,35 +401,9 @@ func TestUndoKill(t *testing.T) {
 	undoKillFiles(t, f, 1)
 	wantA := manifest(t, f)
 	f.Close()
-	rounds := 20
-	if testing.Short() {
-		rounds = 5
-	}
 	sawB := 0
-	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestUndoWorker$")
-		cmd.Env = append(os.Environ(), undoWorkerEnv+"="+path)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(30+round*17%90) * time.Millisecond)
-		cmd.Process.Kill()
-		cmd.Wait()
-		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
-		if err != nil {
-			t.Fatalf("round %d: open after kill -9: %v", round, err)
-		}
-		r, err := Check(st, false)
-		st.Close()
-		if err != nil || !r.Clean() {
-			t.Fatalf("round %d: fsck after kill -9: %v %q", round, err, r.Problems)
-		}
-		f, err := Open(path, Options{Logger: quietLog()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := manifest(t, f)
-		if got != wantA {
+	rounds := killRounds(t, path, "TestUndoWorker", undoWorkerEnv, 30, 17, 90, func(round int, f *FS) {
+		if got := manifest(t, f); got != wantA {
 			// Within or after an exec: its record survived with its
 			// changes, and undoes them.
 			sawB++
@@ -440,8 +414,7 @@ func TestUndoKill(t *testing.T) {
 				t.Fatalf("round %d: undo did not bring back the base:\n%s", round, got)
 			}
 		}
-		f.Close()
-	}
+	})
 	t.Logf("%d of %d rounds ended with an exec's changes (some or all), the rest before one or after its undo", sawB, rounds)
 }
 
@@ -488,4 +461,42 @@ func TestUndoInterrupted(t *testing.T) {
 		t.Errorf("after undoing the interrupted exec:\n got %s\nwant %s", got, want)
 	}
 	fsckClosed(t, f, path)
+}
+
+// killRounds runs worker (a test of this package, in a child process, on
+// the store at path named in env) and kills it with SIGKILL after a
+// varying delay, 20 times (5 with -short); after each kill the store must
+// open and fsck clean, and check sees it opened. It returns the rounds.
+func killRounds(t *testing.T, path, worker, env string, base, step, spread int, check func(round int, f *FS)) int {
+	t.Helper()
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+worker+"$")
+		cmd.Env = append(os.Environ(), env+"="+path)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(base+round*step%spread) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatalf("round %d: open after kill -9: %v", round, err)
+		}
+		r, err := Check(st, false)
+		st.Close()
+		if err != nil || !r.Clean() {
+			t.Fatalf("round %d: fsck after kill -9: %v %q", round, err, r.Problems)
+		}
+		f, err := Open(path, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(round, f)
+		f.Close()
+	}
+	return rounds
 }

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 )
@@ -341,38 +339,11 @@ func TestRestoreKill(t *testing.T) {
 	f.CreateSnapshot(ctx, "b")
 	wantB := manifest(t, f)
 	f.Close()
-	rounds := 20
-	if testing.Short() {
-		rounds = 5
-	}
-	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRestoreWorker$")
-		cmd.Env = append(os.Environ(), restoreWorkerEnv+"="+path)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(20+round*13%80) * time.Millisecond)
-		cmd.Process.Kill()
-		cmd.Wait()
-		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
-		if err != nil {
-			t.Fatalf("round %d: open after kill -9: %v", round, err)
-		}
-		r, err := Check(st, false)
-		st.Close()
-		if err != nil || !r.Clean() {
-			t.Fatalf("round %d: fsck after kill -9: %v %q", round, err, r.Problems)
-		}
-		f, err := Open(path, Options{Logger: quietLog()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := manifest(t, f)
-		f.Close()
-		if got != wantA && got != wantB {
+	killRounds(t, path, "TestRestoreWorker", restoreWorkerEnv, 20, 13, 80, func(round int, f *FS) {
+		if got := manifest(t, f); got != wantA && got != wantB {
 			t.Fatalf("round %d: the tree is neither snapshot's:\n%s", round, got)
 		}
-	}
+	})
 }
 
 // TestDeleteSnapshot: deleting a snapshot frees the versions and chunks
