@@ -733,6 +733,17 @@ type Tx struct {
 	// the versioned buckets' writes through Sealed make; Update adds it
 	// to meta/root before it commits.
 	root versions.RootDelta
+	// watched are the versioned buckets as Sealed gave them, by id,
+	// kept while epoch and rec stay: each holds the cursor that finds
+	// old values for the root (made once per transaction, not per
+	// write).
+	watched [8]watchedBucket
+}
+
+type watchedBucket struct {
+	b     sealed.Bucket
+	epoch uint64
+	rec   sealed.Recorder
 }
 
 // Root is the root identifier of the versioned records as this
@@ -870,12 +881,21 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // seals verified on every read and made on every write (package sealed).
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
 func (t *Tx) Sealed(name []byte) sealed.Bucket {
+	id := versions.ID(name)
+	if id != 0 && int(id) < len(t.watched) && t.Writable() {
+		if w := &t.watched[id]; w.b.Exists() && w.epoch == t.epoch && w.rec == t.rec {
+			return w.b
+		}
+	}
 	b := sealed.InAt(t.Tx, name, t.epoch)
 	if t.rec != nil {
 		b = b.WithRecorder(t.rec)
 	}
-	if versions.ID(name) != 0 {
+	if id != 0 {
 		b = b.WithWatcher(&t.root)
+		if int(id) < len(t.watched) && t.Writable() && b.Exists() {
+			t.watched[id] = watchedBucket{b: b, epoch: t.epoch, rec: t.rec}
+		}
 	}
 	return b
 }

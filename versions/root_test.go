@@ -77,7 +77,15 @@ func TestRootDelta(t *testing.T) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		var d RootDelta
-		w := func(name string) sealed.Bucket { return sealed.InAt(tx, []byte(name), 2).WithWatcher(&d) }
+		// One Bucket per name for every write, as chunkstore keeps
+		// them: its cursor finds old values after the writes between.
+		bs := map[string]sealed.Bucket{}
+		w := func(name string) sealed.Bucket {
+			if _, ok := bs[name]; !ok {
+				bs[name] = sealed.InAt(tx, []byte(name), 2).WithWatcher(&d)
+			}
+			return bs[name]
+		}
 		w("inodes").Put([]byte("2"), []byte("file, changed"))
 		w("inodes").Put([]byte("3"), []byte("new"))
 		w("dirents").Delete([]byte("1/a"))

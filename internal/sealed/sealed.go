@@ -242,6 +242,11 @@ type Bucket struct {
 	epoch uint64   // the birth epoch Put gives values
 	rec   Recorder // sees every version replaced or deleted; nil: none
 	watch Watcher  // sees every change, old and new; nil: none
+	// look finds the old value of a change: one cursor reused (bbolt's
+	// Get makes one per call, with its own allocations). Set by
+	// WithWatcher; repositioned by every Seek, so that writes between
+	// uses do not matter.
+	look *bolt.Cursor
 }
 
 // A Recorder keeps the versions that snapshots still need (see
@@ -268,9 +273,14 @@ type Watcher interface {
 	Watch(bucket, key, old, val []byte, deleted bool)
 }
 
-// WithWatcher returns b with every Put and Delete shown to w.
+// WithWatcher returns b with every Put and Delete shown to w. Keep the
+// Bucket it returns for every write of a transaction rather than
+// making one per write: it holds a cursor of its own.
 func (b Bucket) WithWatcher(w Watcher) Bucket {
 	b.watch = w
+	if b.b != nil && b.look == nil {
+		b.look = b.b.Cursor()
+	}
 	return b
 }
 
@@ -280,7 +290,14 @@ func (b Bucket) change(key, val []byte, deleted bool) (bool, error) {
 	if b.rec == nil && b.watch == nil || b.b == nil {
 		return false, nil
 	}
-	old := b.b.Get(key)
+	var old []byte
+	if b.look != nil {
+		if k, v := b.look.Seek(key); bytes.Equal(k, key) {
+			old = v // nil for a nested bucket, as Get says
+		}
+	} else {
+		old = b.b.Get(key)
+	}
 	if old == nil && deleted {
 		return false, nil
 	}
