@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS ?=
 
-.PHONY: all build run install uninstall test test-short bench gobench vet fmt proto clean
+.PHONY: all build run install install-systemd uninstall test test-short bench gobench vet fmt proto clean
 
 all: build
 
@@ -33,11 +33,22 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/computerfs
 	rm -rf $(DESTDIR)$(LIBDIR)
+	rm -f $(DESTDIR)$(SYSTEMDDIR)/computerfs@.service
+
+# The systemd unit template (contrib/systemd), its ExecStart pointed at
+# $(PREFIX)/bin/computerfs. Then: systemctl daemon-reload, and
+# systemctl enable --now computerfs@NAME (see the unit's comments).
+SYSTEMDDIR ?= /etc/systemd/system
+install-systemd:
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	sed 's|/usr/local/bin/computerfs|$(PREFIX)/bin/computerfs|' contrib/systemd/computerfs@.service > $(DESTDIR)$(SYSTEMDDIR)/computerfs@.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/computerfs@.service
 
 # Build, then mount the default workspace (~/.local/share/computerfs/default.cfs)
-# at ~/computerfs in the foreground. Ctrl-C unmounts cleanly.
+# at ~/computerfs in the foreground, creating it on first use (--create).
+# Ctrl-C unmounts cleanly.
 run: build
-	$(BIN)/computerfs mount
+	$(BIN)/computerfs mount --create
 
 vet:
 	$(GO) vet ./...

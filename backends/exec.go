@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
@@ -133,8 +134,17 @@ func ExitClass(e *pb.Exit) string {
 	return "error"
 }
 
-// Choose picks the backend for req, and says why.
+// Choose picks the backend for req, and says why. A refusal is a
+// verdict in the audit log.
 func (r *Runtime) Choose(ctx context.Context, req *Request) (string, string, error) {
+	id, reason, err := r.choose(ctx, req)
+	if err != nil {
+		r.deny(req, req.ID, req.Backend, "", "backend", err)
+	}
+	return id, reason, err
+}
+
+func (r *Runtime) choose(ctx context.Context, req *Request) (string, string, error) {
 	if req.Backend != "" {
 		if _, err := r.get(req.Backend); err != nil {
 			return "", "", err
@@ -233,11 +243,14 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	}
 	b, err := r.get(id)
 	if err != nil {
+		r.deny(req, req.ID, id, reason, "backend", err)
 		return nil, err
 	}
 	pol := r.opts.Policy.For(id)
 	if pol.Disabled {
-		return nil, fmt.Errorf("backend %s is disabled by policy", id)
+		err := fmt.Errorf("backend %s is disabled by policy", id)
+		r.deny(req, req.ID, id, reason, "disabled", err)
+		return nil, err
 	}
 	pc, desc, err := b.ensure(ctx)
 	if err != nil {
@@ -257,14 +270,30 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 			root = "/"
 		}
 		if view, err = view.Sub(ctx, root, pol.ReadOnly); err != nil {
-			return nil, fmt.Errorf("backend %s: policy root %s: %w", id, pol.Root, err)
+			err = fmt.Errorf("backend %s: policy root %s: %w", id, pol.Root, err)
+			r.deny(req, execID, id, reason, "root", err)
+			return nil, err
 		}
+	}
+	// Its path rules: the top level's, then the backend's (HostFS checks
+	// them on every path, after symlinks).
+	rules, err := r.opts.Policy.PathRules(id)
+	if err != nil {
+		return nil, err
+	}
+	if rules != nil {
+		view = view.WithRules(rules)
 	}
 	tok := r.newToken(view)
 	defer r.dropToken(tok)
 
 	env, err := buildEnv(pol, req.Env)
 	if err != nil {
+		rule := "env"
+		if strings.Contains(err.Error(), "not allowed") {
+			rule = "allow_env"
+		}
+		r.deny(req, execID, id, reason, rule, err)
 		return nil, err
 	}
 	limits := resolveLimits(desc, req)
@@ -280,12 +309,22 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		ExecId: res.ID, Argv: argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
+	if id == "shell" && req.File == "" {
+		if refused := shellRefusals(pol, scriptOf(req.Argv)); len(refused) > 0 {
+			// The shell refuses them as it meets them (exit 126); the
+			// verdict is the policy's, recorded as the exec starts.
+			r.opts.WS.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
+				Rule: "commands", Detail: "not in the shell's allowed commands: " + strings.Join(refused, ", "), ExecID: execID,
+				Argv: req.Argv, Cwd: req.Cwd, EnvNames: envNames(env), PolicyVersion: r.policyVersion()})
+		}
+	}
 	// The checkpoint before: what is pending is committed, and the state
 	// the exec starts from is pinned, so that undo can put it back.
 	cp, err := r.opts.WS.BeginExec(ctx, execID)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", execID, err)
 	}
+	r.auditBegin(tok, execID, id)
 	before := r.opts.WS.LastChange()
 	b.mu.Lock()
 	b.execs++
@@ -304,11 +343,16 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if cmd == "" {
 		cmd = scriptOf(req.Argv)
 	}
+	arec := r.execAudit(req, res, env, r.auditEnd(tok))
 	rec, err := r.opts.WS.EndExec(rctx, cp, fs.ExecRecord{
 		Backend: id, Command: cmd, Exit: ExitStatus(res.Exit), Paths: changedPaths(res.Changes), PathsTruncated: res.ChangesTruncated,
+		Audit: arec,
 	})
 	if err != nil {
 		r.log.Error("exec checkpoint after", "id", execID, "err", err)
+		// Recorded without its states.
+		arec.Before = cp.Before()
+		r.opts.WS.Audit(*arec)
 	} else {
 		res.Before, res.After = rec.Before, rec.After
 	}

@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/computerfs/computerfs/workspace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"mvdan.cc/sh/v3/syntax"
@@ -34,10 +36,139 @@ import (
 // BPF, keyrings, mount, namespaces and the like) or "off". A backend that
 // needs the workspace mounted sees the policy's root as its mount path
 // and, with read_only, gets "read_only": "true" in its settings.
+//
+// "paths" holds path rules (package workspace, rules.go, says exactly
+// what they mean): glob patterns of workspace paths, each "allow",
+// "read_only" or "deny", in order:
+//
+//	{
+//	  "paths": {"**/.env": "deny", "**/*.pem": "deny"},
+//	  "backends": {
+//	    "container": {"paths": {"/vendor/**": "read_only"}},
+//	    "js":        {"paths": {"/**": "read_only", "/out/**": "allow"}}
+//	  }
+//	}
+//
+// The top level's bind the file API (CLI, daemon socket, MCP) and every
+// backend; a backend's own come after them and bind that backend. Within
+// one object the last matching rule wins; between the two the stricter
+// verdict does, except that a backend rule with the same pattern as a
+// top-level one replaces it. Patterns starting with '/' are anchored at
+// the workspace root (not the backend's root), others match at any
+// depth; a rule on a directory covers what is below it. A denied path
+// is absent (ENOENT; EACCES on creating it), a read-only one refuses
+// changes (EROFS), through every door: HostFS and the file API check
+// the canonical path after symlinks.
 type Policy struct {
 	// Default is the backend for execs the rules below do not place.
 	Default  string                   `json:"default,omitempty"`
 	Backends map[string]BackendPolicy `json:"backends,omitempty"`
+	// Paths are the path rules of the file API and every backend.
+	Paths PathRules `json:"paths,omitempty"`
+}
+
+// PathRules are path rules in the order the policy file gives them: a
+// JSON object from pattern to "allow", "read_only" or "deny".
+type PathRules []workspace.Rule
+
+// UnmarshalJSON reads the object keeping its order, refusing duplicate
+// patterns and unknown verdicts.
+func (pr *PathRules) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	t, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("paths: %w", err)
+	}
+	if t == nil {
+		*pr = nil
+		return nil
+	}
+	if d, ok := t.(json.Delim); !ok || d != '{' {
+		return errors.New("paths: want an object of pattern: verdict")
+	}
+	out := PathRules{}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("paths: %w", err)
+		}
+		pattern := t.(string) // an object's keys are strings
+		var v string
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("paths: pattern %q: want a verdict string: %w", pattern, err)
+		}
+		if seen[pattern] {
+			return fmt.Errorf("paths: pattern %q given twice", pattern)
+		}
+		seen[pattern] = true
+		verdict, err := workspace.ParseVerdict(v)
+		if err != nil {
+			return fmt.Errorf("paths: pattern %q: %w", pattern, err)
+		}
+		out = append(out, workspace.Rule{Pattern: pattern, Verdict: verdict})
+	}
+	*pr = out
+	return nil
+}
+
+// MarshalJSON writes the object in order.
+func (pr PathRules) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, r := range pr {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(r.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v, _ := json.Marshal(r.Verdict.String())
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// FileRules are the path rules of the file API: the top level's (nil
+// when there are none).
+func (p Policy) FileRules() (*workspace.Rules, error) {
+	rs, err := workspace.CompileRules(p.Paths)
+	if err != nil {
+		return nil, fmt.Errorf("policy paths: %w", err)
+	}
+	return rs, nil
+}
+
+// PathRules are the path rules of backend id: the top level's, then its
+// own (nil when there are none).
+func (p Policy) PathRules(id string) (*workspace.Rules, error) {
+	rs, err := workspace.CompileRules(p.Paths, p.Backends[id].Paths)
+	if err != nil {
+		return nil, fmt.Errorf("policy of backend %s: paths: %w", id, err)
+	}
+	return rs, nil
+}
+
+// check refuses what would fail later: path rules that do not compile.
+func (p Policy) check() error {
+	if _, err := p.FileRules(); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(p.Backends))
+	for id := range p.Backends {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, err := p.PathRules(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BackendPolicy is what one backend may reach.
@@ -60,6 +191,9 @@ type BackendPolicy struct {
 	Settings map[string]string `json:"settings,omitempty"`
 	// Disabled backends are listed but never run.
 	Disabled bool `json:"disabled,omitempty"`
+	// Paths are the backend's path rules, after the top level's (see
+	// Policy).
+	Paths PathRules `json:"paths,omitempty"`
 }
 
 // For returns the policy of backend id (the zero policy if none). Its
@@ -98,6 +232,9 @@ func LoadPolicy(path string) (Policy, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := p.check(); err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil
 }

@@ -66,6 +66,13 @@ type Options struct {
 	WS *workspace.WS
 	// MountPath is the workspace's FUSE mount, "" if none.
 	MountPath string
+	// ViewMount, if set, gives the mountpoint of a policy view of the
+	// workspace under rules (a FUSE mount in which denied paths do not
+	// exist and read-only ones refuse changes: fusefs, rules.go), for a
+	// backend that needs the mount and has path rules: it is given that
+	// mount instead of MountPath. Without it such a backend fails to
+	// start rather than see what its rules deny.
+	ViewMount func(id string, rules *workspace.Rules) (string, error)
 	// Owner marks plugin processes (the workspace's absolute path), for
 	// the sweep of leftovers.
 	Owner string
@@ -107,6 +114,7 @@ type Runtime struct {
 	closed   bool
 	execSeq  uint64
 	logMu    sync.Mutex
+	audit    auditState // the audit log's side (audit.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -152,6 +160,7 @@ func New(opts Options) (*Runtime, error) {
 		}
 	}
 	r.log.Debug("backends found", "ids", r.ids())
+	r.auditPolicy("loaded")
 	return r, nil
 }
 
@@ -381,7 +390,27 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		return fail(fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
 	}
 	pol := b.rt.opts.Policy.For(b.id)
-	mountPath, err := policyMountPath(b.rt.opts.MountPath, pol.Root)
+	// Path rules bind the mount too: a backend under them gets a view of
+	// the workspace under them, never the plain mount; one that does not
+	// need the mount gets none (HostFS, its door, checks them).
+	base := b.rt.opts.MountPath
+	rules, err := b.rt.opts.Policy.PathRules(b.id)
+	if err != nil {
+		return fail(err)
+	}
+	if rules != nil && base != "" {
+		switch {
+		case !desc.NeedsMount:
+			base = ""
+		case b.rt.opts.ViewMount == nil:
+			return fail(fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
+		default:
+			if base, err = b.rt.opts.ViewMount(b.id, rules); err != nil {
+				return fail(fmt.Errorf("policy view of the workspace: %w", err))
+			}
+		}
+	}
+	mountPath, err := policyMountPath(base, pol.Root)
 	if err != nil {
 		if desc.NeedsMount {
 			return fail(fmt.Errorf("policy root %s: %w", pol.Root, err))
@@ -391,7 +420,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		b.rt.log.Warn("policy root not on the mount", "backend", b.id, "root", pol.Root, "err", err)
 		mountPath = ""
 	}
-	brokerID := pc.ServeHostFS(b.rt.rpc.Register)
+	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
 	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}

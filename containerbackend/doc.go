@@ -48,6 +48,38 @@
 // get (each exec still refuses a workspace path that no longer resolves
 // to itself, see checkWorkspace).
 //
+// # Path rules
+//
+// The policy's path rules (backends/policy.go, "paths") bind the
+// container as they bind the other doors, and the backend itself knows
+// nothing of them: what it clones is not the workspace's mount but a
+// policy view of it, a second FUSE mount of the same store that the
+// daemon serves under the container's rules (fusefs/rules.go), one per
+// backend, mounted when the backend starts (backends.Options.ViewMount).
+// In it a denied path does not exist: `cat .env` is ENOENT, `ls` and
+// `find` do not list it, creating one or renaming onto one is EACCES,
+// through any name (symlinks and ".." are resolved by the kernel, one
+// lookup at a time, each checked); a read-only path refuses every change
+// with EROFS, opening it for writing included, and so does a rename of a
+// directory that holds a protected path (EACCES when what it holds is
+// denied). The idmapped clone, the stage and the rest below are
+// as for the plain mount. A backend with rules never gets the plain
+// mount: without a way to make a view (no daemon mount), it does not
+// start.
+//
+// The other way, checks in the one mount keyed by the caller (the
+// container's cgroup or pid namespace), was not taken: the kernel caches
+// entries, attributes, pages and negative lookups per mount, not per
+// caller, so what one caller was shown would be shown to the next. A
+// separate FUSE connection has caches of its own; the daemon tells every
+// mount of the changes made through the others (fusefs.Options.Changed)
+// and through the file API, so each sees the others' writes at once.
+// What a view cannot know: a hard link made through another door gives
+// a file a second name the view may allow; the view learns a file's
+// paths as the kernel looks them up, and one whose every known name
+// another door renamed away is read-only until looked up again. The
+// .snapshots directory is not served in a view.
+//
 // # Host paths
 //
 // The binds' sources are in a stage: a tmpfs of the plugin's,

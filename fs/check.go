@@ -80,6 +80,9 @@ func (c *checker) run() error {
 			c.fixed("indexed %d chunk bodies again from their verified contents (their index records were damaged or missing)", n)
 		}
 	}
+	if err := c.checkVersions(); err != nil {
+		return err
+	}
 	stored := make(map[chunkstore.ID]uint64)
 	problems, err := c.tx.Check(func(ci chunkstore.ChunkInfo) { stored[ci.ID] = ci.Refs })
 	if err != nil {
@@ -554,6 +557,9 @@ func (c *checker) run() error {
 		}
 	}
 	if err := c.checkJournal(); err != nil {
+		return err
+	}
+	if err := c.checkAudit(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
@@ -55,6 +56,19 @@ type ExecRecord struct {
 	PathsTruncated bool     `json:"paths_truncated,omitempty"`
 	// Undone is when Undo reverted it (0: never).
 	Undone int64 `json:"undone_unix_ns,omitempty"`
+	// Running: the exec has not ended (its record as BeginExec wrote it,
+	// which rides with the first commit of its changes).
+	Running bool `json:"running,omitempty"`
+	// Interrupted: the workspace closed without the exec's end (a
+	// crash); After is the last commit before the store was opened
+	// again, and Paths are unknown.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Audited: the exec's audit record was written in the same commit
+	// as this record (fs/audit.go); audit --verify checks it is there.
+	Audited bool `json:"audited,omitempty"`
+	// Audit, given to EndExec, is the exec's audit record: it rides with
+	// the exec record, its Before and After set to the exec's.
+	Audit *audit.Record `json:"-"`
 }
 
 // Changed says whether the exec committed any change.
@@ -85,6 +99,10 @@ type cpOp struct {
 	// after, when set, makes the record's After the epoch of the commit
 	// that carries it, pinned there; the commit sets after.epoch.
 	after *afterPin
+	// ride: the record does not need a commit of its own (an exec's
+	// record as it starts: it goes with the first commit of its
+	// changes, so that a crash while it runs leaves a record of them).
+	ride bool
 }
 
 type afterPin struct {
@@ -95,6 +113,8 @@ type afterPin struct {
 // checkpoints is the FS's side of exec checkpoints, under mu.
 type checkpoints struct {
 	pending []cpOp
+	// audit are the audit records waiting for a commit (fs/audit.go).
+	audit []auditOp
 	// records counts the records in the store; only the committer (and
 	// a rewind, with mu held and nothing in flight) changes it.
 	records int
@@ -103,8 +123,11 @@ type checkpoints struct {
 // hasRecords says whether a pending op needs a commit of its own (a
 // record does; a pin waits for one).
 func (c *checkpoints) hasRecords() bool {
+	if len(c.audit) > 0 {
+		return true
+	}
 	for _, op := range c.pending {
-		if op.key != nil {
+		if op.key != nil && !op.ride {
 			return true
 		}
 	}
@@ -154,7 +177,11 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	}
 	c := &ExecCheckpoint{id: id, before: f.inFlightEpochLocked(), start: time.Now().UnixNano()}
 	c.pin = pinKey(c.before, id, 'b')
-	f.cps.pending = append(f.cps.pending, cpOp{pin: c.pin})
+	val, err := json.Marshal(&ExecRecord{ID: id, Before: c.before, Start: c.start, Running: true})
+	if err != nil {
+		return nil, err
+	}
+	f.cps.pending = append(f.cps.pending, cpOp{pin: c.pin, key: checkpointKey(c.start, id), val: val, ride: true})
 	return c, nil
 }
 
@@ -175,9 +202,20 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	if len(rec.Paths) > maxExecPaths {
 		rec.Paths, rec.PathsTruncated = rec.Paths[:maxExecPaths], true
 	}
+	var aud *auditOp
+	if rec.Audit != nil {
+		a := *rec.Audit
+		a.ExecID, a.Before = rec.ID, rec.Before
+		if a.Time == 0 {
+			a.Time = rec.Start
+		}
+		aud = &auditOp{rec: &a}
+		rec.Audited, rec.Audit = true, &a
+	}
 	if f.inFlightEpochLocked() == c.before && f.treeCleanLocked() {
-		// No commit since: the before pin was never written, and
-		// nothing needs keeping. The record rides with a later commit.
+		// No commit since: the before pin and the starting record were
+		// never written, and nothing needs keeping. The record rides
+		// with a later commit.
 		for i, op := range f.cps.pending {
 			if bytes.Equal(op.pin, c.pin) {
 				f.cps.pending = append(f.cps.pending[:i], f.cps.pending[i+1:]...)
@@ -192,6 +230,10 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		// Not kicked: the committer's next tick (or any commit before
 		// it) takes it, so that execs that change nothing cost none.
 		f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val})
+		if aud != nil {
+			aud.rec.After = c.before
+			f.cps.audit = append(f.cps.audit, *aud)
+		}
 		return &rec, nil
 	}
 	// The record goes in the commit of the exec's last changes (or one
@@ -203,6 +245,10 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	}
 	ap := &afterPin{id: c.id}
 	f.cps.pending = append(f.cps.pending, cpOp{key: checkpointKey(rec.Start, rec.ID), val: val, after: ap})
+	if aud != nil {
+		aud.after = ap
+		f.cps.audit = append(f.cps.audit, *aud)
+	}
 	if err := f.syncAllLocked(ctx); err != nil {
 		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
 	}
@@ -252,10 +298,14 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 				}
 				op.after.epoch = epoch
 			}
+			if had, err := snaps.Has(op.key); err != nil {
+				return records, err
+			} else if !had {
+				records++
+			}
 			if err := snaps.Put(op.key, val); err != nil {
 				return records, err
 			}
-			records++
 		}
 	}
 	if records <= MaxCheckpoints+MaxCheckpoints/4 {
@@ -318,6 +368,41 @@ func readCheckpoints(tx *chunkstore.Tx) ([]ExecRecord, error) {
 	return out, nil
 }
 
+// endInterrupted ends the records of execs a crash interrupted: their
+// After is epoch, the last commit, pinned. Called from load.
+func endInterrupted(tx *chunkstore.Tx, epoch uint64) (int, error) {
+	recs, err := readCheckpoints(tx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if !r.Running {
+			continue
+		}
+		r.Running, r.Interrupted, r.After, r.Audited = false, true, epoch, true
+		if _, err := audit.Append(tx.Tx, epoch, now(), []*audit.Record{{
+			Time: r.Start, Kind: audit.KindInterrupted, Verdict: audit.Allowed, Door: "exec", ExecID: r.ID,
+			Detail: "the workspace closed while the exec ran (a crash); After is the last commit before it opened again",
+			Before: r.Before, After: epoch,
+		}}); err != nil {
+			return n, err
+		}
+		val, err := json.Marshal(&r)
+		if err != nil {
+			return n, err
+		}
+		if err := tx.Bucket(versions.BucketSnapEpochs).Put(pinKey(epoch, r.ID, 'a'), nil); err != nil {
+			return n, err
+		}
+		if err := tx.Sealed(bucketSnapshots).Put(checkpointKey(r.Start, r.ID), val); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 func countCheckpoints(tx *chunkstore.Tx) (int, error) {
 	n := 0
 	c := tx.Sealed(bucketSnapshots).Cursor()
@@ -353,12 +438,16 @@ func (f *FS) Execs() ([]ExecRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]bool, len(out))
-	for _, r := range out {
-		have[r.ID] = true
+	// A pending record is newer than the stored one of its exec.
+	at := make(map[string]int, len(out))
+	for i, r := range out {
+		at[r.ID] = i
 	}
 	for _, r := range pending {
-		if !have[r.ID] {
+		if i, ok := at[r.ID]; ok {
+			out[i] = r
+		} else {
+			at[r.ID] = len(out)
 			out = append(out, r)
 		}
 	}
@@ -424,6 +513,8 @@ func (f *FS) Undo(ctx context.Context, opts UndoOptions) (*ExecRecord, *RewindRe
 			return nil, fmt.Errorf("%w: no recorded exec changed anything that is not undone yet", ErrNothingToUndo)
 		case !found:
 			return nil, fmt.Errorf("exec %s: %w", opts.Exec, ErrNoExec)
+		case rec.Running:
+			return nil, fmt.Errorf("exec %s: %w: it is still running", rec.ID, ErrNothingToUndo)
 		case rec.Undone != 0:
 			return nil, fmt.Errorf("exec %s: %w: it was undone at %s", rec.ID, ErrNothingToUndo, time.Unix(0, rec.Undone).Format(time.RFC3339))
 		case !rec.Changed():

@@ -34,6 +34,8 @@ type snapshot struct {
 	// cpRecords the count of records after it (set by apply).
 	cps       []cpOp
 	cpRecords int
+	// audit are the audit records that ride with this commit.
+	audit []auditOp
 }
 
 type inodeSnap struct {
@@ -150,6 +152,7 @@ func (f *FS) commitOnce() {
 	// Exec pins ride with a commit that happens anyway (or one a record
 	// asks for): taken only now, so that an empty snapshot drops none.
 	snap.cps, f.cps.pending = f.cps.pending, nil
+	snap.audit, f.cps.audit = f.cps.audit, nil
 	snap.cpRecords = f.cps.records
 	f.mu.Unlock()
 
@@ -189,6 +192,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	var err error
 	if snap.cpRecords, err = writeCheckpointsTx(tx, snap.cps, snap.cpRecords, epoch); err != nil {
 		return fmt.Errorf("exec checkpoints: %w", err)
+	}
+	if err := writeAuditTx(tx, snap.audit, epoch); err != nil {
+		return fmt.Errorf("audit log: %w", err)
 	}
 	rec, err := versions.Attach(tx.Tx, epoch)
 	if err != nil {

@@ -67,6 +67,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
@@ -335,6 +336,14 @@ func (f *FS) load(opts Options) error {
 		if f.cps.records, err = countCheckpoints(tx); err != nil {
 			return err
 		}
+		if f.cps.records > 0 {
+			tx.SetEpoch(f.epoch)
+			if n, err := endInterrupted(tx, f.epoch); err != nil {
+				return fmt.Errorf("exec records: %w", err)
+			} else if n > 0 {
+				f.log.Warn("execs were interrupted by the workspace's close; their changes up to it can be undone", "count", n)
+			}
+		}
 		if err := ensureRoot(tx, f.log); err != nil {
 			return err
 		}
@@ -562,6 +571,10 @@ func describeKey(bucket string, k []byte) string {
 		if len(k) == 8 {
 			return fmt.Sprintf("journal record %d", binary.BigEndian.Uint64(k))
 		}
+	case string(audit.BucketName):
+		if len(k) == 8 {
+			return fmt.Sprintf("audit record %d", binary.BigEndian.Uint64(k))
+		}
 	}
 	return sealed.KeyString(k)
 }
@@ -627,7 +640,7 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true, string(audit.BucketName): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
@@ -117,7 +118,7 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 	var suspects []Ino // chunk lists that disagreed with their summary
 	usesBad := make(map[Ino][]string)
 	usedBad := make(map[chunkstore.ID]bool)
-	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSums, bucketSnapshots} {
+	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSums, bucketSnapshots, audit.BucketName} {
 		after = nil
 		var cur Ino
 		var sum listSum
@@ -147,7 +148,7 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 					rep.Records++
 					if damage != nil {
 						d := damaged{what: describeKey(string(name), k) + ": " + damage.Error()}
-						if len(k) >= 8 && string(name) != "meta" && string(name) != string(bucketJournal) {
+						if len(k) >= 8 && string(name) != "meta" && string(name) != string(bucketJournal) && string(name) != string(audit.BucketName) {
 							d.ino = keyIno(k[:8])
 						}
 						found = append(found, d)

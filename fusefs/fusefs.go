@@ -44,6 +44,7 @@ import (
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,15 @@ type Options struct {
 	FsName string
 	// Observer, if set, sees every request served (metrics).
 	Observer Observer
+	// Rules, if set, make the mount a policy view (rules.go): denied
+	// paths do not exist, read-only ones refuse changes.
+	Rules *workspace.Rules
+	// Changed, if set, hears of every change made through this mount,
+	// as a Notifier does (entry name of parent, inode ino; zero parts
+	// unset): other mounts of the same workspace (policy views) must drop
+	// what their kernel cached. It is called without locks held, after
+	// the change.
+	Changed func(parent fs.Ino, name string, ino fs.Ino)
 }
 
 // Server is a live mount.
@@ -83,6 +93,7 @@ type Server struct {
 	// is closed once the mount is gone from this mount namespace.
 	dev      uint64
 	detached chan struct{}
+	raw      *rawFS
 }
 
 // Mount mounts f at mountpoint and serves it until Unmount. It returns once
@@ -108,6 +119,9 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		base:          time.Now(),
 		log:           opts.Logger,
 		handles:       make(map[uint64]*handle),
+	}
+	if opts.Rules != nil {
+		raw.view = newViewPaths(opts.Rules)
 	}
 	mopts := &fuse.MountOptions{
 		AllowOther:               opts.AllowOther,
@@ -138,7 +152,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
-	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{}), detached: make(chan struct{})}
+	s := &Server{fs: f, srv: srv, mnt: mountpoint, log: opts.Logger, opts: opts, served: make(chan struct{}), detached: make(chan struct{}), raw: raw}
 	raw.server = srv
 	go func() {
 		defer close(s.served)
@@ -171,6 +185,9 @@ func raiseReadAhead(mnt string, log *slog.Logger) {
 		log.Debug("could not raise read-ahead", "path", path, "err", err)
 	}
 }
+
+// Mountpoint is where the server is mounted.
+func (s *Server) Mountpoint() string { return s.mnt }
 
 // Detached is closed once the mount is gone from this process's mount
 // namespace (umount from outside, lazy ones included) or the kernel has
@@ -321,6 +338,7 @@ func (s *Server) Done() <-chan struct{} { return s.served }
 // attributes of ino, after a change made through another door. Zero
 // arguments skip that part.
 func (s *Server) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
+	s.raw.viewInvalidate(parent, name)
 	if parent != 0 && name != "" {
 		s.srv.EntryNotify(uint64(parent), name)
 		// The directory's attributes and cached listing changed too.
@@ -352,9 +370,18 @@ type rawFS struct {
 	dirs listings
 	// snaps are the snapshot views' slots (snapshots.go).
 	snaps snapViews
+	// view is the policy view's paths (rules.go), nil for a plain mount.
+	view *viewPaths
 }
 
 func (r *rawFS) String() string { return "computerfs" }
+
+// changed tells Options.Changed of a change served.
+func (r *rawFS) changed(parent uint64, name string, ino uint64) {
+	if r.opts.Changed != nil {
+		r.opts.Changed(fs.Ino(parent), name, fs.Ino(ino))
+	}
+}
 
 func errStatus(err error) fuse.Status {
 	if err == nil {
@@ -402,11 +429,21 @@ func (r *rawFS) fillEntry(a *fs.Attr, out *fuse.EntryOut) {
 
 func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) (code fuse.Status) {
 	defer r.end(OpLookup, r.begin(), &code, nil)
+	var p string
+	if r.view != nil {
+		// Before the store is asked: a denied name must not show.
+		if p = r.view.child(h.NodeId, name); p == "" {
+			return fuse.Status(syscall.ESTALE) // a directory renamed by another door
+		}
+		if r.view.verdict(p) == workspace.Deny || isSnapNode(h.NodeId) {
+			return denyLookup(out, r)
+		}
+	}
 	if isSnapNode(h.NodeId) {
 		return r.snapLookup(h.NodeId, name, out)
 	}
 	a, err := r.fs.Lookup(caller(h), fs.Ino(h.NodeId), name)
-	if err == syscall.ENOENT && h.NodeId == uint64(fs.RootIno) && name == SnapshotsDir {
+	if err == syscall.ENOENT && h.NodeId == uint64(fs.RootIno) && name == SnapshotsDir && r.view == nil {
 		// No real .snapshots: the views' directory.
 		d, err := r.snapDirAttr()
 		if err != nil {
@@ -424,6 +461,9 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 	if err != nil {
 		return errStatus(err)
 	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
+	}
 	r.fillEntry(&a, out)
 	return fuse.OK
 }
@@ -435,6 +475,9 @@ func (r *rawFS) Forget(nodeid, nlookup uint64) {
 			r.snaps.forget(slot, nlookup)
 		}
 		return
+	}
+	if r.view != nil {
+		r.view.forget(nodeid, nlookup)
 	}
 	r.fs.Forget(fs.Ino(nodeid), nlookup)
 }
@@ -466,6 +509,9 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 	defer r.end(OpSetAttr, r.begin(), &code, nil)
 	if isSnapNode(in.NodeId) {
 		return fuse.EROFS
+	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
 	}
 	var sa fs.SetAttrIn
 	if m, ok := in.GetMode(); ok {
@@ -503,6 +549,7 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.At
 	if err != nil {
 		return errStatus(err)
 	}
+	r.changed(0, "", in.NodeId)
 	r.fillAttr(&a, &out.Attr)
 	out.SetTimeout(r.opts.AttrTimeout)
 	return fuse.OK
@@ -515,10 +562,18 @@ func (r *rawFS) create(h *fuse.InHeader, name string, nn fs.NewNode, out *fuse.E
 	if r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.Status(syscall.EEXIST)
 	}
+	p, st := r.createStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Create(caller(h), fs.Ino(h.NodeId), name, nn)
 	if err != nil {
 		return errStatus(err)
 	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
+	}
+	r.changed(h.NodeId, name, 0)
 	r.fillEntry(&a, out)
 	return fuse.OK
 }
@@ -563,9 +618,20 @@ func (r *rawFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *
 	if isSnapNode(in.NodeId) || isSnapNode(in.Oldnodeid) || r.takesSnapshotsName(in.NodeId, name) {
 		return fuse.EROFS
 	}
+	if st := r.changeStatus(in.Oldnodeid); st != fuse.OK {
+		return st // a new name would unprotect it
+	}
+	p, st := r.createStatus(in.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Link(caller(&in.InHeader), fs.Ino(in.Oldnodeid), fs.Ino(in.NodeId), name)
 	if err != nil {
 		return errStatus(err)
+	}
+	r.changed(in.NodeId, name, in.Oldnodeid)
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
 	}
 	r.fillEntry(&a, out)
 	return fuse.OK
@@ -576,7 +642,18 @@ func (r *rawFS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) (c
 	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Unlink(fs.Ino(h.NodeId), name))
+	p, st := r.removeStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Unlink(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	r.changed(h.NodeId, name, 0)
+	if r.view != nil {
+		r.view.drop(p)
+	}
+	return fuse.OK
 }
 
 func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
@@ -584,7 +661,18 @@ func (r *rawFS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) (co
 	if isSnapNode(h.NodeId) || r.takesSnapshotsName(h.NodeId, name) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Rmdir(fs.Ino(h.NodeId), name))
+	p, st := r.removeStatus(h.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Rmdir(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	r.changed(h.NodeId, name, 0)
+	if r.view != nil {
+		r.view.drop(p)
+	}
+	return fuse.OK
 }
 
 func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) (code fuse.Status) {
@@ -592,7 +680,27 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newNa
 	if isSnapNode(in.NodeId) || isSnapNode(in.Newdir) || r.takesSnapshotsName(in.NodeId, oldName) || r.takesSnapshotsName(in.Newdir, newName) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags))
+	from, to, st := r.renameStatus(&in.InHeader, in.NodeId, oldName, in.Newdir, newName, in.Flags)
+	if st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Rename(fs.Ino(in.NodeId), oldName, fs.Ino(in.Newdir), newName, in.Flags); err != nil {
+		return errStatus(err)
+	}
+	r.changed(in.NodeId, oldName, 0)
+	r.changed(in.Newdir, newName, 0)
+	if r.view != nil {
+		if in.Flags&fs.RenameExchange != 0 {
+			tmp := "\x00exchange"
+			r.view.move(to, tmp)
+			r.view.move(from, to)
+			r.view.move(tmp, from)
+		} else {
+			r.view.drop(to)
+			r.view.move(from, to)
+		}
+	}
+	return fuse.OK
 }
 
 // Access is not implemented (ENOSYS), on purpose: the kernel then stops
@@ -669,7 +777,14 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name strin
 		// rsync fall back to chmod instead of losing the permissions.
 		return fuse.Status(syscall.EOPNOTSUPP)
 	}
-	return errStatus(r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags))
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
+	}
+	if err := r.fs.SetXattr(fs.Ino(in.NodeId), name, data, in.Flags); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", in.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) (code fuse.Status) {
@@ -677,7 +792,14 @@ func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name strin
 	if isSnapNode(h.NodeId) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.RemoveXattr(fs.Ino(h.NodeId), name))
+	if st := r.changeStatus(h.NodeId); st != fuse.OK {
+		return st
+	}
+	if err := r.fs.RemoveXattr(fs.Ino(h.NodeId), name); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", h.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) newHandle(hd *handle) uint64 {
@@ -714,10 +836,18 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 	if r.takesSnapshotsName(in.NodeId, name) {
 		return fuse.Status(syscall.EEXIST)
 	}
+	p, st := r.createStatus(in.NodeId, name)
+	if st != fuse.OK {
+		return st
+	}
 	a, err := r.fs.Create(caller(&in.InHeader), fs.Ino(in.NodeId), name, fs.NewNode{Mode: in.Mode&^uint32(syscall.S_IFMT) | syscall.S_IFREG})
 	if err != nil {
 		return errStatus(err)
 	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), p)
+	}
+	r.changed(in.NodeId, name, 0)
 	if _, err := r.fs.Open(a.Ino); err != nil {
 		return errStatus(err)
 	}
@@ -736,6 +866,9 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 	if err != nil {
 		return errStatus(err)
 	}
+	if r.view != nil {
+		r.view.add(uint64(a.Ino), unnamed) // writable until linked
+	}
 	r.fillEntry(&a, &out.EntryOut)
 	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
 	out.OpenFlags = openFlags
@@ -749,8 +882,25 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 // Nothing is lost: an unlinked open file stays alive through the kernel's
 // lookup reference, O_APPEND offsets come from the kernel, and dirty
 // chunks reach the store by the committer's tick or by fsync.
+//
+// A policy view (rules.go) answers OPEN, so that opening a read-only
+// file for writing fails there, as on a read-only file system, rather
+// than at its first write.
 func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return fuse.ENOSYS
+	if r.view == nil {
+		return fuse.ENOSYS
+	}
+	if in.Flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
+		if st := r.changeStatus(in.NodeId); st != fuse.OK {
+			return st
+		}
+	}
+	if _, err := r.fs.Open(fs.Ino(in.NodeId)); err != nil {
+		return errStatus(err)
+	}
+	out.Fh = r.newHandle(&handle{ino: fs.Ino(in.NodeId), flags: in.Flags})
+	out.OpenFlags = openFlags
+	return fuse.OK
 }
 
 func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, code fuse.Status) {
@@ -779,6 +929,9 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ 
 	if isSnapNode(in.NodeId) {
 		return 0, fuse.EROFS
 	}
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return 0, st
+	}
 	appendMode := false
 	if hd := r.handle(in.Fh); hd != nil {
 		appendMode = hd.flags&syscall.O_APPEND != 0
@@ -786,6 +939,9 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ 
 	n, err := r.fs.Write(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), data, appendMode)
 	if err == nil && in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
 		_, err = r.fs.SetAttr(caller(&in.InHeader), fs.Ino(in.NodeId), fs.SetAttrIn{KillSuidGid: true})
+	}
+	if n > 0 {
+		r.changed(0, "", in.NodeId)
 	}
 	if err != nil && n == 0 {
 		return 0, errStatus(err)
@@ -799,6 +955,9 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) 
 	if isSnapNode(in.NodeIdOut) {
 		return 0, fuse.EROFS
 	}
+	if st := r.changeStatus(in.NodeIdOut); st != fuse.OK {
+		return 0, st
+	}
 	if isSnapNode(in.NodeId) {
 		// The kernel copies from a snapshot by reading it.
 		return 0, fuse.Status(syscall.EOPNOTSUPP)
@@ -808,6 +967,7 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) 
 		return 0, errStatus(err)
 	}
 	n = int(copied)
+	r.changed(0, "", in.NodeIdOut)
 	return uint32(copied), fuse.OK
 }
 
@@ -864,7 +1024,14 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fu
 	if isSnapNode(in.NodeId) {
 		return fuse.EROFS
 	}
-	return errStatus(r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode))
+	if st := r.changeStatus(in.NodeId); st != fuse.OK {
+		return st
+	}
+	if err := r.fs.Fallocate(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), int64(in.Length), in.Mode); err != nil {
+		return errStatus(err)
+	}
+	r.changed(0, "", in.NodeId)
+	return fuse.OK
 }
 
 func (r *rawFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
@@ -887,6 +1054,9 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 	i := sort.Search(len(l.cookies), func(i int) bool { return l.cookies[i] > in.Offset })
 	for ; i < len(l.entries); i++ {
 		e := l.entries[i]
+		if r.view != nil && r.hides(in.NodeId, e.Name) {
+			continue
+		}
 		de := fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type, Off: l.cookies[i]}
 		if !plus {
 			if !out.AddDirEntry(de) {
@@ -904,6 +1074,9 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 		a, err := r.fs.Lookup(fs.Caller{Uid: in.Uid, Gid: in.Gid, Kernel: true}, dir, e.Name)
 		if err != nil {
 			continue // gone since the listing was taken; the kernel skips nodeid 0
+		}
+		if r.view != nil {
+			r.view.add(uint64(a.Ino), r.view.child(in.NodeId, e.Name))
 		}
 		r.fillEntry(&a, eo)
 	}

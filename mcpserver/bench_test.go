@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -25,6 +26,16 @@ import (
 // SDK's client, and prints p50 and p99 per tool as a Markdown table.
 //
 //	CFS_MCP_BENCH=1 [CFS_MCP_BENCH_N=300] [CFS_MCP_BENCH_OUT=table.md] go test -run TestMCPBench -v ./mcpserver
+//
+// CFS_MCP_BENCH_AB=BIN adds another computerfs binary (another build's)
+// as a fourth server, its mcp on the same daemon, taking its turn with
+// the others: a second table sets its p50 beside this build's, each
+// call of the two under the same load.
+// CFS_MCP_BENCH_ONLY=WORD measures only the rows whose tool has WORD.
+// abPath is the file the other build's session edits or writes in
+// place of p.
+func abPath(p string) string { return strings.TrimSuffix(p, path.Ext(p)) + ".ab" + path.Ext(p) }
+
 func TestMCPBench(t *testing.T) {
 	if os.Getenv("CFS_MCP_BENCH") != "1" {
 		t.Skip("a benchmark: set CFS_MCP_BENCH=1")
@@ -72,6 +83,21 @@ func TestMCPBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An empty directory: ls of it is a call's floor, each server's
+	// own cost of a request and its answer.
+	if err := os.Mkdir(filepath.Join(host, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Mkdir(context.Background(), "/empty", workspace.MkdirOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The other build's own copy of the file edited (two sessions editing
+	// one file would fail each other's compare-and-swap).
+	if b, err := os.ReadFile(filepath.Join(host, "workspace/walk.go")); err != nil {
+		t.Fatal(err)
+	} else if _, err := w.WriteFile(context.Background(), abPath("/workspace/walk.go"), b, workspace.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +124,12 @@ func TestMCPBench(t *testing.T) {
 	here := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", localWS)
 	here.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
 	localSession := connect(here)
+	var abSession *mcp.ClientSession
+	if bin := os.Getenv("CFS_MCP_BENCH_AB"); bin != "" {
+		ab := exec.Command(bin, "mcp", "-w", wsPath)
+		ab.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+		abSession = connect(ab)
+	}
 	ref := exec.Command(node, filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), host)
 	refSession := connect(ref)
 
@@ -105,6 +137,9 @@ func TestMCPBench(t *testing.T) {
 	size, _ := os.Stat(filepath.Join(host, file))
 	ok(t, cfsSession, "read", map[string]any{"file_path": "/" + file}) // edit needs it
 	ok(t, localSession, "read", map[string]any{"file_path": "/" + file})
+	if abSession != nil {
+		ok(t, abSession, "read", map[string]any{"file_path": abPath("/" + file)})
+	}
 	type step func(i int) (string, map[string]any)
 	toggle := func(i int) (string, string) {
 		if i%2 == 0 {
@@ -157,6 +192,11 @@ func TestMCPBench(t *testing.T) {
 			func(int) (string, map[string]any) {
 				return "list_directory", map[string]any{"path": filepath.Join(host, "workspace")}
 			}},
+		{"ls /empty (an empty directory: a call's floor)",
+			func(int) (string, map[string]any) { return "ls", map[string]any{"path": "/empty"} },
+			func(int) (string, map[string]any) {
+				return "list_directory", map[string]any{"path": filepath.Join(host, "empty")}
+			}},
 	}
 	// The servers take turns, call by call, so that the machine's load
 	// weighs on each alike.
@@ -188,21 +228,45 @@ func TestMCPBench(t *testing.T) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "| tool | computerfs mcp, warm daemon: p50 | p99 | computerfs mcp, store in process: p50 | p99 | reference server: p50 | p99 | p50, daemon / reference |\n|---|---|---|---|---|---|---|---|\n")
+	var abTable strings.Builder
+	fmt.Fprintf(&abTable, "| tool | this build, warm daemon: p50 | p99 | %s, warm daemon: p50 | p99 | p50, this / that |\n|---|---|---|---|---|---|\n", os.Getenv("CFS_MCP_BENCH_AB"))
 	for _, r := range rows {
+		if only := os.Getenv("CFS_MCP_BENCH_ONLY"); only != "" && !strings.Contains(r.tool, only) {
+			continue
+		}
 		d, l := &target{cs: cfsSession, step: r.cfs}, &target{cs: localSession, step: r.cfs}
-		if r.ref == nil {
-			measure(d, l)
-			d50, d99 := pct(d.d)
-			l50, l99 := pct(l.d)
+		ts := []*target{d, l}
+		var ab, ref *target
+		if abSession != nil {
+			ab = &target{cs: abSession, step: func(i int) (string, map[string]any) {
+				name, args := r.cfs(i)
+				if p, ok := args["file_path"].(string); ok && (name == "edit" || name == "write") {
+					args["file_path"] = abPath(p)
+				}
+				return name, args
+			}}
+			ts = append(ts, ab)
+		}
+		if r.ref != nil {
+			ref = &target{cs: refSession, step: r.ref}
+			ts = append(ts, ref)
+		}
+		measure(ts...)
+		d50, d99 := pct(d.d)
+		l50, l99 := pct(l.d)
+		if ab != nil {
+			a50, a99 := pct(ab.d)
+			fmt.Fprintf(&abTable, "| %s | %s | %s | %s | %s | %.2fx |\n", r.tool, ms(d50), ms(d99), ms(a50), ms(a99), float64(d50)/float64(a50))
+		}
+		if ref == nil {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | (no such tool) | | |\n", r.tool, ms(d50), ms(d99), ms(l50), ms(l99))
 			continue
 		}
-		ref := &target{cs: refSession, step: r.ref}
-		measure(d, l, ref)
-		d50, d99 := pct(d.d)
-		l50, l99 := pct(l.d)
 		r50, r99 := pct(ref.d)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", r.tool, ms(d50), ms(d99), ms(l50), ms(l99), ms(r50), ms(r99), float64(d50)/float64(r50))
+	}
+	if abSession != nil {
+		b.WriteString("\n" + abTable.String())
 	}
 	t.Logf("%d calls per tool and server after 20 warm-up calls, over stdio, in ms:\n%s", n, b.String())
 	if out := os.Getenv("CFS_MCP_BENCH_OUT"); out != "" {

@@ -105,6 +105,13 @@ func TestRead(t *testing.T) {
 	l.put(t, "/bin.dat", "\x00\x01\x02binary")
 	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + strings.Repeat("\x00", 20)
 	l.put(t, "/img.png", png)
+	// 1500 lines of 200 characters: 1260 numbered lines (208 bytes each)
+	// fit in an answer of 256 KiB.
+	var wide strings.Builder
+	for i := 1; i <= 1500; i++ {
+		fmt.Fprintf(&wide, "%04d%s\n", i, strings.Repeat("x", 196))
+	}
+	l.put(t, "/wide.txt", wide.String())
 	tests := []struct {
 		name    string
 		args    map[string]any
@@ -127,6 +134,11 @@ func TestRead(t *testing.T) {
 			want: []string{"offset 3000 is past its end"}},
 		{name: "long line cut", args: map[string]any{"file_path": "/long.txt"},
 			want: []string{"     1\tshort\n", "[line cut: 5000 characters in all]", "     3\tend", "1 lines longer than 2000 characters were cut"}},
+		{name: "answer cut at 256 KiB", args: map[string]any{"file_path": "/wide.txt"},
+			want:    []string{"     1\t0001xx", "  1260\t1260xx", "[output cut at 256 KiB after line 1260: read on with offset=1261]"},
+			notWant: []string{"1261xx"}, data: map[string]any{"num_lines": 1260.0, "total_lines": 1500.0, "truncated": true}},
+		{name: "read on past the cut", args: map[string]any{"file_path": "/wide.txt", "offset": 1261},
+			want: []string{"  1261\t1261xx", "  1500\t1500xx"}, notWant: []string{"read on", "1260xx"}, data: map[string]any{"num_lines": 240.0}},
 		{name: "empty", args: map[string]any{"file_path": "/empty"}, want: []string{"exists and is empty"}, data: map[string]any{"kind": "empty"}},
 		{name: "crlf", args: map[string]any{"file_path": "/crlf.txt"}, want: []string{"     1\tone\n     2\ttwo\n"}},
 		{name: "binary described", args: map[string]any{"file_path": "/bin.dat"},
@@ -340,6 +352,31 @@ func TestNullArguments(t *testing.T) {
 	ok(t, l.cs, "edit", map[string]any{"file_path": "/a.txt", "old_string": "two", "new_string": "2", "replace_all": nil})
 	// Required arguments stay required.
 	fails(t, l.cs, "read", map[string]any{"file_path": nil}, "file_path")
+}
+
+// Arguments are checked against the tool's input schema before the tool
+// runs, and a call that does not fit is a tool error saying why.
+func TestBadArguments(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	l.put(t, "/a.txt", "one\n")
+	tests := []struct {
+		name string
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"missing", "read", map[string]any{}, []string{`validating "arguments"`, "file_path"}},
+		{"wrong type", "read", map[string]any{"file_path": "/a.txt", "limit": "ten"}, []string{`validating "arguments"`, "limit"}},
+		{"not an integer", "read", map[string]any{"file_path": "/a.txt", "offset": 1.5}, []string{`validating "arguments"`, "offset"}},
+		{"unknown", "ls", map[string]any{"path": "/", "recursive": true}, []string{`validating "arguments"`, "recursive"}},
+		{"another case", "read", map[string]any{"FILE_PATH": "/a.txt"}, []string{`validating "arguments"`}},
+		{"list of strings", "ls", map[string]any{"ignore": "node_modules"}, []string{`validating "arguments"`, "ignore"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fails(t, l.cs, tc.tool, tc.args, tc.want...)
+		})
+	}
 }
 
 // Hosts call tools in parallel: a session's edits of one file, at once,

@@ -51,7 +51,7 @@ func (s *Server) grepMultiline(ctx context.Context, p string, opt workspace.Grep
 			switch opt.Mode {
 			case "files", "count":
 				if add() {
-					res.Files = append(res.Files, workspace.GrepFile{Path: f.Path, Count: len(locs)})
+					res.Files = append(res.Files, workspace.GrepFile{Path: f.Path, Count: len(locs), Mtime: f.Mtime})
 				}
 			default:
 				lastLine := 0

@@ -35,6 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	*mcpserver.ValidateOutput = true
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 // bins builds the binaries once and returns their directory.
-func bins(t *testing.T) string {
+func bins(t testing.TB) string {
 	t.Helper()
 	binsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "cfs-mcp-test-")
@@ -108,7 +109,7 @@ type localOpts struct {
 	client        *mcp.ClientOptions
 }
 
-func newLocal(t *testing.T, o localOpts) *local {
+func newLocal(t testing.TB, o localOpts) *local {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -142,7 +143,7 @@ func newLocal(t *testing.T, o localOpts) *local {
 
 // connectMemory connects a new client session to srv in memory, until
 // the test ends.
-func connectMemory(t *testing.T, srv *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connectMemory(t testing.TB, srv *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(t.Context(), st, nil)
@@ -159,7 +160,7 @@ func connectMemory(t *testing.T, srv *mcpserver.Server, opts *mcp.ClientOptions)
 }
 
 // put writes a file behind the MCP session's back (another door).
-func (l *local) put(t *testing.T, p, content string) {
+func (l *local) put(t testing.TB, p, content string) {
 	t.Helper()
 	if _, err := l.ws.WriteFile(context.Background(), p, []byte(content), workspace.WriteOptions{Parents: true}); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 
 const (
 	globScan      = 1000 // paths matched, then sorted by mtime
+	grepScanFiles = 1000 // files with matches sorted by mtime (files, count)
+	grepScanLines = 2000 // matching lines sorted by their file's mtime (content)
 	globShow      = 100  // paths returned
 	statWorkers   = 8
 	grepDefault   = 250 // output entries when head_limit is 0
@@ -99,6 +101,7 @@ func (s *Server) addSearchTools() {
 - pattern is RE2 syntax ("log.*Error", "func\\s+\\w+"); braces and other metacharacters need escaping to match literally.
 - Filter files with glob (*.js, **/*.{ts,tsx}) or type (go, js, py, rust, ...).
 - output_mode: files_with_matches (default) lists paths; content shows matching lines (with -n numbers, -A/-B/-C context); count gives counts per file.
+- Files come newest first (by modification time), in every mode; content mode groups the lines by file in that order.
 - Binary files are skipped. multiline lets a pattern span lines.
 - head_limit and offset page through long results.`,
 		Annotations: annot("Search file contents"),
@@ -335,12 +338,15 @@ func (s *Server) grep(ctx context.Context, req *mcp.CallToolRequest, in grepIn) 
 		}
 		opt.Include = globs
 	}
-	var res workspace.GrepResult
-	if in.Multiline {
-		res, err = s.grepMultiline(ctx, p, opt)
-	} else {
-		res, err = s.opts.API.Grep(ctx, p, opt)
+	search := func(offset, limit int) (workspace.GrepResult, error) {
+		o := opt
+		o.Offset, o.Limit = offset, limit
+		if in.Multiline {
+			return s.grepMultiline(ctx, p, o)
+		}
+		return s.opts.API.Grep(ctx, p, o)
 	}
+	res, unsorted, err := s.grepNewestFirst(ctx, opt, search)
 	if err != nil {
 		return nil, grepOut{}, toolError("grep", p, err)
 	}
@@ -391,6 +397,13 @@ func (s *Server) grep(ctx context.Context, req *mcp.CallToolRequest, in grepIn) 
 	}
 	if res.Next != 0 {
 		text += fmt.Sprintf("[results cut at %d: pass offset=%d for more, or narrow the search]\n", opt.Limit, res.Next)
+	}
+	if unsorted {
+		what := "files"
+		if opt.Mode == "content" {
+			what = "matching lines"
+		}
+		text += fmt.Sprintf("[more than %d %s matched: the first %d are sorted newest first, the rest follow in path order; narrow the search]\n", s.grepScan(opt.Mode), what, s.grepScan(opt.Mode))
 	}
 	if res.Skipped > 0 {
 		text += fmt.Sprintf("[%d binary files skipped]\n", res.Skipped)
@@ -484,4 +497,159 @@ func ignored(name string, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// grepScan is how many entries of a mode grep sorts newest first: files,
+// or matching lines in content mode.
+func (s *Server) grepScan(mode string) int {
+	if s.grepScanLimit > 0 {
+		return s.grepScanLimit
+	}
+	if mode == "content" {
+		return grepScanLines
+	}
+	return grepScanFiles
+}
+
+// grepNewestFirst answers one page (opt.Offset, opt.Limit) of a grep with
+// its files newest first, as Claude Code's Grep answers: search(offset,
+// limit) pages through the results in path order. The first grepScan
+// entries are fetched, their files described for their modification
+// times and sorted (content mode: each file's lines kept together, in
+// order), and the page cut from them; a page past them goes on in path
+// order (unsorted says so), so that paging never repeats or skips an
+// entry.
+func (s *Server) grepNewestFirst(ctx context.Context, opt workspace.GrepOptions, search func(offset, limit int) (workspace.GrepResult, error)) (res workspace.GrepResult, unsorted bool, err error) {
+	scan := s.grepScan(opt.Mode)
+	all, err := search(0, scan)
+	if err != nil {
+		return workspace.GrepResult{}, false, err
+	}
+	more := all.Next != 0
+	content := opt.Mode == "content"
+	var paths []string
+	if content {
+		for i, l := range all.Lines {
+			if i == 0 || l.Path != all.Lines[i-1].Path {
+				paths = append(paths, l.Path)
+			}
+		}
+	} else {
+		for _, f := range all.Files {
+			paths = append(paths, f.Path)
+		}
+	}
+	var known []time.Time // the files' times, when the answer has them
+	if !content {
+		known = make([]time.Time, len(all.Files))
+		for i, f := range all.Files {
+			if f.Mtime.IsZero() {
+				known = nil
+				break
+			}
+			known[i] = f.Mtime
+		}
+	}
+	order := s.newestFirst(ctx, paths, known)
+	res.Skipped = all.Skipped
+	var n int // entries scanned: files, or matching lines
+	if content {
+		groups := map[string][]workspace.GrepLine{}
+		for _, l := range all.Lines {
+			groups[l.Path] = append(groups[l.Path], l)
+			if !l.Context {
+				n++
+			}
+		}
+		var sorted []workspace.GrepLine
+		for _, i := range order {
+			sorted = append(sorted, groups[paths[i]]...)
+		}
+		res.Lines = pageLines(sorted, opt.Offset, opt.Limit)
+	} else {
+		n = len(all.Files)
+		sorted := make([]workspace.GrepFile, len(order))
+		for k, i := range order {
+			sorted[k] = all.Files[i]
+		}
+		if opt.Offset < n {
+			res.Files = sorted[opt.Offset:min(opt.Offset+opt.Limit, n)]
+		}
+	}
+	taken := max(min(opt.Offset+opt.Limit, n)-opt.Offset, 0)
+	switch {
+	case taken < opt.Limit && more:
+		// The page goes on past the sorted entries, in path order.
+		unsorted = true
+		rest, err := search(max(opt.Offset, n), opt.Limit-taken)
+		if err != nil {
+			return workspace.GrepResult{}, false, err
+		}
+		res.Lines = append(res.Lines, rest.Lines...)
+		res.Files = append(res.Files, rest.Files...)
+		res.Skipped = max(res.Skipped, rest.Skipped)
+		res.Next = rest.Next
+	case opt.Offset+opt.Limit < n || more:
+		res.Next = opt.Offset + opt.Limit
+		unsorted = more && res.Next >= n
+	}
+	return res, unsorted, nil
+}
+
+// newestFirst returns the indexes of paths, newest file first; files of
+// the same time (or that could not be described) keep their order.
+// known, if not nil, holds their times; else they are asked for.
+func (s *Server) newestFirst(ctx context.Context, paths []string, known []time.Time) []int {
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	if len(paths) < 2 {
+		return order // nothing to sort: no call for the time
+	}
+	if known == nil {
+		known = make([]time.Time, len(paths))
+		for i, fi := range s.statAll(ctx, paths) {
+			if fi != nil {
+				known[i] = fi.Mtime
+			}
+		}
+	}
+	mtime := func(i int) time.Time { return known[i] }
+	sort.SliceStable(order, func(a, b int) bool { return mtime(order[a]).After(mtime(order[b])) })
+	return order
+}
+
+// pageLines cuts a page from content-mode lines as the file API pages
+// them: offset and limit count matching lines, and the context lines
+// around a match come with it.
+func pageLines(lines []workspace.GrepLine, offset, limit int) []workspace.GrepLine {
+	var keep []workspace.GrepLine
+	seen := 0
+	for i, l := range lines {
+		if l.Context {
+			continue
+		}
+		if seen < offset {
+			seen++
+			continue
+		}
+		if seen-offset == limit {
+			break
+		}
+		// Context before this match, in its file, not yet kept.
+		j := i
+		for j > 0 && lines[j-1].Context && lines[j-1].Path == l.Path && (len(keep) == 0 || keep[len(keep)-1].Path != l.Path || lines[j-1].Line > keep[len(keep)-1].Line) {
+			j--
+		}
+		keep = append(keep, lines[j:i+1]...)
+		// Context after it, up to the next match.
+		k := i + 1
+		for k < len(lines) && lines[k].Context && lines[k].Path == l.Path {
+			k++
+		}
+		keep = append(keep, lines[i+1:k]...)
+		seen++
+	}
+	return keep
 }

@@ -49,6 +49,12 @@ func TestGrep(t *testing.T) {
 	l.put(t, "/doc/x.md", "first\nsecond TODO\nthird\nfourth\nfifth\n")
 	l.put(t, "/bin/blob", "TODO\x00\x01")
 	l.put(t, "/multi.txt", "begin\n  middle\nend\nbegin\nend\n")
+	// One modification time for all: files of the same time come in path
+	// order (TestGrepNewestFirst sorts by time).
+	same := time.Unix(1_700_000_000, 0)
+	for _, p := range []string{"/src/a.go", "/src/b.ts", "/src/c.js", "/doc/x.md", "/bin/blob", "/multi.txt"} {
+		setMtime(t, l, p, same)
+	}
 	tests := []struct {
 		name string
 		args map[string]any
@@ -83,6 +89,102 @@ func TestGrep(t *testing.T) {
 	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "type": "cobol"}, "unknown type", "go, ")
 	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "output_mode": "lines"}, "want content, files_with_matches or count")
 	fails(t, l.cs, "grep", map[string]any{"pattern": "x", "glob": "*.go", "type": "go"}, "not both")
+}
+
+func setMtime(t *testing.T, l *local, p string, mt time.Time) {
+	t.Helper()
+	if _, err := l.ws.SetAttr(context.Background(), p, workspace.SetAttrOptions{Mtime: &mt}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGrepNewestFirst: files come newest first in every output mode, as
+// Claude Code's Grep answers; content mode keeps each file's lines
+// together in that order; pages cut from the sorted list never repeat or
+// skip a file, past the sorted ones too.
+func TestGrepNewestFirst(t *testing.T) {
+	l := newLocal(t, localOpts{noExec: true})
+	files := []struct {
+		path, content string
+		age           int // minutes before now
+	}{
+		{"/a/old.go", "x := 1 // hit\nmore\n// hit again\n", 30},
+		{"/a/new.go", "// hit\n", 1},
+		{"/b/mid.go", "ctx\n// hit\nctx\n", 10},
+		{"/b/newest.md", "hit\nhit\nhit\n", 0},
+		{"/c/none.go", "nothing\n", -5}, // newest of all, but no match
+		{"/c/older.go", "hit\n", 20},
+	}
+	now := time.Now().Truncate(time.Second)
+	for _, f := range files {
+		l.put(t, f.path, f.content)
+		setMtime(t, l, f.path, now.Add(-time.Duration(f.age)*time.Minute))
+	}
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"files", map[string]any{"pattern": "hit"},
+			"/b/newest.md\n/a/new.go\n/b/mid.go\n/c/older.go\n/a/old.go"},
+		{"count", map[string]any{"pattern": "hit", "output_mode": "count"},
+			"/b/newest.md:3\n/a/new.go:1\n/b/mid.go:1\n/c/older.go:1\n/a/old.go:2"},
+		{"content grouped by file", map[string]any{"pattern": "hit", "output_mode": "content", "type": "go"},
+			"/a/new.go:1:// hit\n/b/mid.go:2:// hit\n/c/older.go:1:hit\n/a/old.go:1:x := 1 // hit\n/a/old.go:3:// hit again"},
+		{"content with context", map[string]any{"pattern": "hit", "output_mode": "content", "path": "/b", "-C": 1},
+			"/b/newest.md:1:hit\n/b/newest.md:2:hit\n/b/newest.md:3:hit\n--\n/b/mid.go-1-ctx\n/b/mid.go:2:// hit\n/b/mid.go-3-ctx"},
+		{"content paged", map[string]any{"pattern": "hit", "output_mode": "content", "head_limit": 2, "offset": 2, "-n": false},
+			"/b/newest.md:hit\n/a/new.go:// hit\n[results cut at 2: pass offset=4 for more, or narrow the search]"},
+		{"files paged", map[string]any{"pattern": "hit", "head_limit": 2, "offset": 1},
+			"/a/new.go\n/b/mid.go\n[results cut at 2: pass offset=3 for more, or narrow the search]"},
+		{"multiline", map[string]any{"pattern": `hit\s+(again|hit)`, "multiline": true},
+			"/b/newest.md\n/a/old.go"},
+		{"one file", map[string]any{"pattern": "hit", "path": "/a/old.go", "output_mode": "count"},
+			"/a/old.go:2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok(t, l.cs, "grep", tc.args)
+			if c.text != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", c.text, tc.want)
+			}
+		})
+	}
+
+	// Past the sorted entries, pages go on in path order: page through
+	// with a scan of 2 and see every file once.
+	l.srv.SetGrepScan(2)
+	for _, mode := range []string{"files_with_matches", "content"} {
+		t.Run("past the scan/"+mode, func(t *testing.T) {
+			var got []string
+			for off, pages := 0, 0; ; pages++ {
+				if pages > 10 {
+					t.Fatalf("no end to the pages: %v", got)
+				}
+				c := ok(t, l.cs, "grep", map[string]any{"pattern": "hit", "output_mode": mode, "head_limit": 1, "offset": off, "-n": false})
+				lines := strings.Split(c.text, "\n")
+				got = append(got, lines[0])
+				if off >= 1 && !strings.Contains(c.text, "the rest follow in path order") {
+					t.Errorf("offset %d: no notice that the rest are not sorted: %s", off, c.text)
+				}
+				next, _ := c.data["next_offset"].(float64)
+				if next == 0 {
+					break
+				}
+				off = int(next)
+			}
+			want := map[string]string{
+				// The first two in path order sorted (new.go, old.go; in
+				// content mode their first match each), then the rest in
+				// path order.
+				"files_with_matches": "/a/new.go /a/old.go /b/mid.go /b/newest.md /c/older.go",
+				"content":            "/a/new.go:// hit /a/old.go:x := 1 // hit /a/old.go:// hit again /b/mid.go:// hit /b/newest.md:hit /b/newest.md:hit /b/newest.md:hit /c/older.go:hit",
+			}[mode]
+			if strings.Join(got, " ") != want {
+				t.Errorf("pages\n%s\nwant\n%s", strings.Join(got, " "), want)
+			}
+		})
+	}
 }
 
 func TestLs(t *testing.T) {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,6 +53,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+
+	// grepScanLimit, when set (by tests), replaces grepScanFiles and
+	// grepScanLines.
+	grepScanLimit int
 }
 
 const instructions = `Tools on a computerfs workspace: a durable filesystem that every backend (and the FUSE mount) shares.
@@ -203,7 +209,17 @@ func boolPtr(b bool) *bool { return &b }
 // addTool adds a tool whose input schema is In's, with every optional
 // property also accepting null: clients that fill each argument (the
 // OpenAI Agents SDK's strict mode sends null for those it leaves out)
-// work as those that omit them.
+// work as those that omit them. Its output schema is Out's.
+//
+// It does what the SDK's generic mcp.AddTool does for a typed handler,
+// for a fraction of the cost (profiled on ls: that wrapper was a third of
+// a call's CPU and most of its memory, each of its JSON decodes making a
+// 32 KiB buffer): the arguments are validated against the input schema,
+// resolved once here, and decoded with encoding/json; the handler's error
+// becomes a tool error; the output is encoded once, as the structured
+// content. The output is not validated against its schema on every call:
+// Out's schema is Out's by construction, and the tests validate every
+// answer (validateOutput).
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if t.InputSchema == nil {
 		schema, err := jsonschema.For[In](nil)
@@ -212,10 +228,92 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 		}
 		t.InputSchema = schema
 	}
-	if schema, ok := t.InputSchema.(*jsonschema.Schema); ok {
-		nullableOptional(schema)
+	in, ok := t.InputSchema.(*jsonschema.Schema)
+	if !ok {
+		panic(fmt.Sprintf("mcpserver: the input schema of %s is a %T, not a *jsonschema.Schema", t.Name, t.InputSchema))
 	}
-	mcp.AddTool(s, t, h)
+	nullableOptional(in)
+	inResolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: the input schema of %s: %v", t.Name, err))
+	}
+	if t.OutputSchema == nil {
+		schema, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("mcpserver: the output schema of %s: %v", t.Name, err))
+		}
+		t.OutputSchema = schema
+	}
+	outResolved, err := t.OutputSchema.(*jsonschema.Schema).Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: the output schema of %s: %v", t.Name, err))
+	}
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in, err := decodeArgs[In](req.Params.Arguments, inResolved)
+		if err != nil {
+			res := &mcp.CallToolResult{}
+			res.SetError(err)
+			return res, nil
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			if wire, ok := err.(*jsonrpc.Error); ok {
+				return nil, wire // a protocol error, passed on as the SDK's wrapper does
+			}
+			res := &mcp.CallToolResult{}
+			res.SetError(err)
+			return res, nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: %s: encode the output: %w", t.Name, err)
+		}
+		if validateOutput {
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				return nil, fmt.Errorf("mcpserver: %s: decode the output: %w", t.Name, err)
+			}
+			if err := outResolved.Validate(v); err != nil {
+				return nil, fmt.Errorf("mcpserver: %s: the output does not fit its schema: %w", t.Name, err)
+			}
+		}
+		res.StructuredContent = json.RawMessage(b)
+		if res.Content == nil {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
+		}
+		return res, nil
+	})
+}
+
+// validateOutput makes every tool validate its output against its output
+// schema: the tests set it.
+var validateOutput bool
+
+// decodeArgs validates a call's arguments against the tool's input schema
+// and decodes them into In.
+func decodeArgs[In any](raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+	var in In
+	m := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return in, fmt.Errorf("the arguments are not a JSON object: %w", err)
+		}
+		if m == nil { // null
+			m = map[string]any{}
+		}
+	}
+	if err := schema.Validate(m); err != nil {
+		return in, fmt.Errorf("validating \"arguments\": %w", err)
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return in, fmt.Errorf("decoding \"arguments\": %w", err)
+		}
+	}
+	return in, nil
 }
 
 // nullableOptional lets the optional properties of an object schema be

@@ -1,24 +1,35 @@
 package mcpserver_test
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/computerfs/computerfs/mcpserver"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Benchmarks of single tool calls in process (in-memory transport, the
 // store opened here): the server's own cost, without a process boundary.
 func benchTool(b *testing.B, name string, args func(i int) map[string]any) {
-	l := newLocal(&testing.T{}, localOpts{noExec: true})
+	*mcpserver.ValidateOutput = false
+	b.Cleanup(func() { *mcpserver.ValidateOutput = true })
+	l := newLocal(b, localOpts{noExec: true})
 	src, err := os.ReadFile("../workspace/walk.go")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, p := range []string{"/workspace/walk.go", "/workspace/a.go", "/workspace/b.go"} {
-		l.put(&testing.T{}, p, string(src))
+		l.put(b, p, string(src))
+	}
+	for i := range 19 {
+		l.put(b, fmt.Sprintf("/wide/file%02d.go", i), string(src[:1000+i*100]))
+	}
+	if _, err := l.ws.Mkdir(b.Context(), "/empty", workspace.MkdirOptions{}); err != nil {
+		b.Fatal(err)
 	}
 	l.cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "/workspace/walk.go"}})
 	b.ResetTimer()
@@ -56,4 +67,15 @@ func BenchmarkWrite(b *testing.B) {
 
 func BenchmarkGlob(b *testing.B) {
 	benchTool(b, "glob", func(int) map[string]any { return map[string]any{"pattern": "**/*.go"} })
+}
+
+// BenchmarkLsWide lists a directory of 19 files (as the side-by-side
+// bench's ls does), BenchmarkLsEmpty an empty one: their difference is
+// what the entries cost.
+func BenchmarkLsWide(b *testing.B) {
+	benchTool(b, "ls", func(int) map[string]any { return map[string]any{"path": "/wide"} })
+}
+
+func BenchmarkLsEmpty(b *testing.B) {
+	benchTool(b, "ls", func(int) map[string]any { return map[string]any{"path": "/empty"} })
 }

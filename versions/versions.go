@@ -329,3 +329,111 @@ func Unpinned(tx *bolt.Tx, fn func(id byte, key, sealedVal []byte) error) (int, 
 	}
 	return len(drop), nil
 }
+
+// Problem is an inconsistency Verify found in the indexes.
+type Problem struct {
+	What string
+	// Fixed says that Verify repaired it (repair was asked).
+	Fixed bool
+}
+
+// Verify checks this package's indexes against each other and against
+// the live records: every kept version has its deaths entry and every
+// deaths entry its version; every kept version is pinned by a snapshot
+// epoch (else it is space no snapshot can reach: Unpinned drops it,
+// which Verify leaves to its caller, who holds the chunk references);
+// and every live record born after the earliest pin has its births entry
+// (a commit after a pin always runs a recorder, so one missing means a
+// change a diff, restore or undo would not see). With repair, missing
+// index entries are added and entries without a version deleted. It
+// returns the problems and how many unpinned versions there are.
+func Verify(tx *bolt.Tx, repair bool) (problems []Problem, unpinned int, err error) {
+	r, err := NewRecorder(tx, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	add := func(fixed bool, format string, args ...any) {
+		problems = append(problems, Problem{What: fmt.Sprintf(format, args...), Fixed: fixed})
+	}
+	hist, deaths, births := tx.Bucket(BucketHistory), tx.Bucket(BucketDeaths), tx.Bucket(BucketBirths)
+	if hist == nil || deaths == nil || births == nil {
+		return nil, 0, nil // a store from before snapshots: nothing kept
+	}
+	var putDeaths, dropDeaths, putBirths [][]byte
+	c := hist.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) < 1+8 || Name(k[0]) == "" {
+			add(false, "kept version key %x is malformed", k)
+			continue
+		}
+		id, key, death := k[0], k[1:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		dk := append(be64(death), append([]byte{id}, key...)...)
+		if deaths.Get(dk) == nil {
+			add(repair, "kept version of %s key %x (replaced at commit %d) has no deaths entry: diffs, restores and undos would miss it", Name(id), key, death)
+			putDeaths = append(putDeaths, dk)
+		}
+		_, birth, err := sealed.OpenBirth([]byte(Name(id)), key, v)
+		if err != nil {
+			add(false, "kept version of %s key %x: %v", Name(id), key, err)
+			continue
+		}
+		if !r.pinned(birth, death) {
+			unpinned++
+		}
+	}
+	c = deaths.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			add(repair, "deaths entry %x is malformed", k)
+			dropDeaths = append(dropDeaths, bytes.Clone(k))
+			continue
+		}
+		hk := append(append([]byte{k[8]}, k[9:]...), k[:8]...)
+		if hist.Get(hk) == nil {
+			add(repair, "deaths entry of %s key %x (commit %d) has no kept version: the version snapshots before that commit saw is lost, and they read the record as absent", Name(k[8]), k[9:], binary.BigEndian.Uint64(k))
+			dropDeaths = append(dropDeaths, bytes.Clone(k))
+		}
+	}
+	if len(r.snaps) > 0 {
+		minPin := r.snaps[0]
+		for name, id := range ids {
+			b := tx.Bucket([]byte(name))
+			if b == nil {
+				continue
+			}
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if v == nil {
+					continue // a nested bucket
+				}
+				_, birth, err := sealed.OpenBirth([]byte(name), k, v)
+				if err != nil || birth <= minPin {
+					continue // damage is the record check's to report
+				}
+				bk := append(be64(birth), append([]byte{id}, k...)...)
+				if births.Get(bk) == nil {
+					add(repair, "live %s record %x (born at commit %d, after the snapshot at %d) has no births entry: diffs, restores and undos would miss it", name, k, birth, minPin)
+					putBirths = append(putBirths, bk)
+				}
+			}
+		}
+	}
+	if repair {
+		for _, k := range putDeaths {
+			if err := deaths.Put(k, nil); err != nil {
+				return problems, unpinned, err
+			}
+		}
+		for _, k := range dropDeaths {
+			if err := deaths.Delete(k); err != nil {
+				return problems, unpinned, err
+			}
+		}
+		for _, k := range putBirths {
+			if err := births.Put(k, nil); err != nil {
+				return problems, unpinned, err
+			}
+		}
+	}
+	return problems, unpinned, nil
+}

@@ -43,6 +43,15 @@ func (w *WS) Changes(ctx context.Context, since uint64, limit int) (ChangesResul
 	for _, c := range list.Changes {
 		p, ok := w.inView(c.Path)
 		np, nok := w.inView(c.NewPath)
+		if w.rules != nil {
+			// What the rules deny is not there for the view.
+			if v, _ := w.rules.Verdict(c.Path); ok && v == Deny {
+				p, ok = "", false
+			}
+			if v, _ := w.rules.Verdict(c.NewPath); nok && v == Deny {
+				np, nok = "", false
+			}
+		}
 		if !ok && !nok {
 			continue
 		}

@@ -38,13 +38,16 @@ func (w *WS) Mkdir(ctx context.Context, p string, opt MkdirOptions) (FileInfo, e
 	}
 	r, err := w.resolve(ctx, op, p, true)
 	if err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, asCreate(err)
 	}
 	if r.ino != 0 {
 		if opt.Parents && r.attr.IsDir() {
 			return w.info(r.path, &r.attr), nil
 		}
 		return FileInfo{}, pathErr(op, p, syscall.EEXIST)
+	}
+	if err := w.canChange(op, p, r); err != nil {
+		return FileInfo{}, err
 	}
 	a, err := w.f.Create(w.opts.Caller, r.parent, r.name, fs.NewNode{Mode: syscall.S_IFDIR | perm})
 	if err == syscall.EEXIST && opt.Parents {
@@ -68,13 +71,16 @@ func (w *WS) mkParents(ctx context.Context, op, p string) error {
 		dir := "/" + strings.Join(parts[:i], "/")
 		r, err := w.resolve(ctx, op, dir, true)
 		if err != nil {
-			return err
+			return asCreate(err)
 		}
 		if r.ino != 0 {
 			if !r.attr.IsDir() {
 				return pathErr(op, dir, syscall.ENOTDIR)
 			}
 			continue
+		}
+		if err := w.canChange(op, dir, r); err != nil {
+			return err
 		}
 		_, err = w.f.Create(w.opts.Caller, r.parent, r.name, fs.NewNode{Mode: syscall.S_IFDIR | 0o755})
 		if err != nil && err != syscall.EEXIST {
@@ -116,6 +122,9 @@ func (w *WS) Remove(ctx context.Context, p string, opt RemoveOptions) (int, erro
 	if r.name == "" || r.ino == w.rootIno {
 		return 0, pathErr(op, p, fmt.Errorf("cannot remove the workspace root: %w", syscall.EBUSY))
 	}
+	if err := w.canChange(op, p, r); err != nil {
+		return 0, err
+	}
 	if !r.attr.IsDir() {
 		if err := w.f.Unlink(r.parent, r.name); err != nil {
 			return 0, pathErr(op, p, err)
@@ -152,6 +161,16 @@ func (w *WS) removeTree(ctx context.Context, parent fs.Ino, name string, ino fs.
 		}
 		if err := ctx.Err(); err != nil {
 			return n, err
+		}
+		if w.rules != nil {
+			// A denied entry is not there to remove (so the directory
+			// stays, not empty); a read-only one may not be removed.
+			switch v, by := w.verdict(p + "/" + e.Name); v {
+			case Deny:
+				continue
+			case ReadOnly:
+				return n, fmt.Errorf("%s/%s: %w", p, e.Name, &RuleError{Rule: by, Errno: syscall.EROFS})
+			}
 		}
 		if e.Type == syscall.S_IFDIR {
 			m, err := w.removeTree(ctx, ino, e.Name, e.Ino, p+"/"+e.Name)
@@ -199,12 +218,23 @@ func (w *WS) Rename(ctx context.Context, src, dst string, opt RenameOptions) err
 	if s.name == "" || s.ino == w.rootIno {
 		return pathErr(op, src, fmt.Errorf("cannot move the workspace root: %w", syscall.EBUSY))
 	}
-	d, err := w.resolve(ctx, op, dst, false)
+	if err := w.canChange(op, src, s); err != nil {
+		return err
+	}
+	d, err := w.resolveChange(ctx, op, dst, false)
 	if err != nil {
 		return err
 	}
 	if d.name == "" || d.ino == w.rootIno {
 		return pathErr(op, dst, syscall.EBUSY)
+	}
+	if err := w.canMove(ctx, op, src, s, d); err != nil {
+		return err
+	}
+	if opt.Exchange && d.ino != 0 {
+		if err := w.canMove(ctx, op, dst, d, s); err != nil {
+			return err
+		}
 	}
 	var flags uint32
 	if opt.NoReplace {
@@ -218,6 +248,50 @@ func (w *WS) Rename(ctx context.Context, src, dst string, opt RenameOptions) err
 	}
 	w.invalidate(s.parent, s.name, s.ino)
 	w.invalidate(d.parent, d.name, d.ino)
+	return nil
+}
+
+// canMove refuses to move what s resolved (p as given) to where d did
+// when the rules protect something it holds: a directory's entries change
+// paths too, so each must be allowed where it is and where it goes (a
+// denied one is EACCES: the move would carry what the view cannot see).
+// Without rules that could apply below either place, nothing is walked.
+func (w *WS) canMove(ctx context.Context, op, p string, s, d resolved) error {
+	if w.rules == nil || !s.attr.IsDir() || !w.rules.Restricts(w.full(s.path)) && !w.rules.Restricts(w.full(d.path)) {
+		return nil
+	}
+	return w.checkMoved(ctx, op, p, s.ino, s.path, d.path)
+}
+
+// checkMoved checks the entries of directory ino, at sp, that would move
+// to dp: all of them, those the view hides too.
+func (w *WS) checkMoved(ctx context.Context, op, p string, ino fs.Ino, sp, dp string) error {
+	if err := ctx.Err(); err != nil {
+		return pathErr(op, p, err)
+	}
+	list, err := w.t.ReadDir(ino)
+	if err != nil {
+		return pathErr(op, p, err)
+	}
+	for _, e := range list {
+		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		esp, edp := joinPath(sp, e.Name), joinPath(dp, e.Name)
+		for _, q := range []string{esp, edp} {
+			switch v, by := w.verdict(q); v {
+			case Deny:
+				return pathErr(op, p, fmt.Errorf("the directory holds a path the rules protect: %w", &RuleError{Rule: by, Errno: syscall.EACCES}))
+			case ReadOnly:
+				return pathErr(op, p, fmt.Errorf("%s: %w", q, &RuleError{Rule: by, Errno: syscall.EROFS}))
+			}
+		}
+		if e.Type == syscall.S_IFDIR {
+			if err := w.checkMoved(ctx, op, p, e.Ino, esp, edp); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -245,7 +319,7 @@ func (w *WS) Copy(ctx context.Context, src, dst string, opt CopyOptions) (int, e
 	if s.ino == 0 {
 		return 0, pathErr(op, src, syscall.ENOENT)
 	}
-	d, err := w.resolve(ctx, op, dst, true)
+	d, err := w.resolveChange(ctx, op, dst, true)
 	if err != nil {
 		return 0, err
 	}
@@ -262,7 +336,7 @@ func (w *WS) Copy(ctx context.Context, src, dst string, opt CopyOptions) (int, e
 		if strings.HasPrefix(d.path+"/", s.path+"/") {
 			return 0, pathErr(op, dst, fmt.Errorf("cannot copy a directory into itself: %w", syscall.EINVAL))
 		}
-		n, err := w.copyTree(ctx, s.ino, &s.attr, d.parent, d.name)
+		n, err := w.copyTree(ctx, s.ino, &s.attr, s.path, d.parent, d.name, d.path)
 		if err != nil {
 			return n, pathErr(op, src+" -> "+dst, err)
 		}
@@ -321,7 +395,10 @@ func (w *WS) copyNode(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 	return err
 }
 
-func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, name string) (int, error) {
+// copyTree copies directory src (at sp in the view) to name in dir (at dp):
+// the entries the rules deny at sp are not there to copy, and an entry
+// that would land on a denied or read-only path fails the copy.
+func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, sp string, dir fs.Ino, name, dp string) (int, error) {
 	c := fs.Caller{Uid: w.opts.Caller.Uid, Gid: w.opts.Caller.Gid}
 	nd, err := w.f.Create(c, dir, name, fs.NewNode{Mode: syscall.S_IFDIR | a.Mode&^syscall.S_IFMT})
 	if err != nil {
@@ -340,6 +417,15 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
+		esp, edp := joinPath(sp, e.Name), joinPath(dp, e.Name)
+		if w.rules != nil {
+			if w.hidden(esp) {
+				continue
+			}
+			if v, by := w.verdict(edp); v != Allow {
+				return n, fmt.Errorf("%s: %w", edp, &RuleError{Rule: by, Errno: map[Verdict]syscall.Errno{ReadOnly: syscall.EROFS, Deny: syscall.EACCES}[v]})
+			}
+		}
 		ea, err := w.entryAttr(src, e.Name, e.Ino)
 		if err != nil {
 			if err == syscall.ENOENT {
@@ -348,7 +434,7 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, dir fs.Ino, n
 			return n, err
 		}
 		if ea.IsDir() {
-			m, err := w.copyTree(ctx, ea.Ino, &ea, nd.Ino, e.Name)
+			m, err := w.copyTree(ctx, ea.Ino, &ea, esp, nd.Ino, e.Name, edp)
 			n += m
 			if err != nil {
 				return n, err
@@ -376,10 +462,13 @@ func (w *WS) Symlink(ctx context.Context, target, linkPath string) error {
 	}
 	r, err := w.resolve(ctx, op, linkPath, false)
 	if err != nil {
-		return err
+		return asCreate(err)
 	}
 	if r.ino != 0 || r.name == "" {
 		return pathErr(op, linkPath, syscall.EEXIST)
+	}
+	if err := w.canChange(op, linkPath, r); err != nil {
+		return err
 	}
 	if _, err := w.f.Create(w.opts.Caller, r.parent, r.name, fs.NewNode{Mode: syscall.S_IFLNK | 0o777, Target: target}); err != nil {
 		return pathErr(op, linkPath, err)
@@ -424,6 +513,12 @@ func (w *WS) SetAttr(ctx context.Context, p string, opt SetAttrOptions) (FileInf
 	}
 	r, err := w.resolve(ctx, op, p, true)
 	if err != nil {
+		if opt.Create {
+			err = asCreate(err)
+		}
+		return FileInfo{}, err
+	}
+	if err := w.canChange(op, p, r); err != nil {
 		return FileInfo{}, err
 	}
 	if r.ino == 0 {

@@ -405,7 +405,7 @@ func (w *WS) write(ctx context.Context, p string, r io.Reader, opt WriteOptions,
 		}
 		defer w.writeMu.unlock()
 	}
-	res, err := w.resolve(ctx, op, p, true)
+	res, err := w.resolveChange(ctx, op, p, true)
 	if err != nil {
 		return WriteResult{}, err
 	}

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/computerfs/computerfs/fs"
@@ -20,6 +22,28 @@ func (w *WS) Restore(ctx context.Context, name string, paths []string) (*fs.Rewi
 			return nil, pathErr("restore", p, err)
 		}
 	}
+	if w.rules != nil {
+		// What the restore would change: the snapshot's differences from
+		// the last commit (after what is pending is committed).
+		if err := w.f.Sync(ctx); err != nil {
+			return nil, pathErr("restore", name, err)
+		}
+		diff, err := fs.DiffSnapshots(w.f.Store(), name, "")
+		if err != nil {
+			return nil, pathErr("restore", name, err)
+		}
+		var changed []string
+		for _, e := range diff {
+			for _, p := range []string{e.Path, e.OldPath} {
+				if p != "" && underAny(p, paths) {
+					changed = append(changed, p)
+				}
+			}
+		}
+		if err := w.rewindAllowed("restore", name, changed); err != nil {
+			return nil, err
+		}
+	}
 	rep, touched, err := w.f.Restore(ctx, name, fs.RestoreOptions{Paths: paths})
 	if err != nil {
 		return nil, err
@@ -33,6 +57,25 @@ func (w *WS) Restore(ctx context.Context, name string, paths []string) (*fs.Rewi
 func (w *WS) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error) {
 	if err := w.wholeWritable("undo", opts.Exec); err != nil {
 		return nil, nil, err
+	}
+	if w.rules != nil {
+		// What the undo would change: the paths its exec changed.
+		recs, err := w.f.Execs()
+		if err != nil {
+			return nil, nil, pathErr("undo", opts.Exec, err)
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			r := recs[i]
+			if opts.Exec == "" && r.Changed() && r.Undone == 0 || opts.Exec != "" && r.ID == opts.Exec {
+				if r.PathsTruncated || r.Interrupted {
+					return nil, nil, pathErr("undo", r.ID, fmt.Errorf("the exec's paths are not all known, so the view's path rules cannot be checked: %w", syscall.EACCES))
+				}
+				if err := w.rewindAllowed("undo", r.ID, r.Paths); err != nil {
+					return nil, nil, err
+				}
+				break
+			}
+		}
 	}
 	rec, rep, touched, err := w.f.Undo(ctx, opts)
 	if err != nil {
@@ -53,6 +96,36 @@ func (w *WS) BeginExec(ctx context.Context, id string) (*fs.ExecCheckpoint, erro
 // EndExec: see BeginExec.
 func (w *WS) EndExec(ctx context.Context, c *fs.ExecCheckpoint, rec fs.ExecRecord) (*fs.ExecRecord, error) {
 	return w.f.EndExec(ctx, c, rec)
+}
+
+// underAny says whether p is one of roots or below one (every path when
+// roots is empty).
+func underAny(p string, roots []string) bool {
+	if len(roots) == 0 {
+		return true
+	}
+	for _, r := range roots {
+		c, err := CleanPath(r)
+		if err == nil && (c == "/" || p == c || strings.HasPrefix(p, c+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewindAllowed refuses a restore or undo that would change a path the
+// view's rules deny (EACCES) or make read-only (EROFS), naming none of
+// the denied ones.
+func (w *WS) rewindAllowed(op, what string, paths []string) error {
+	for _, p := range paths {
+		switch v, by := w.rules.Verdict(p); v {
+		case Deny:
+			return pathErr(op, what, fmt.Errorf("it would change a path the rules deny: %w", &RuleError{Rule: by, Errno: syscall.EACCES}))
+		case ReadOnly:
+			return pathErr(op, what, fmt.Errorf("it would change %s: %w", p, &RuleError{Rule: by, Errno: syscall.EROFS}))
+		}
+	}
+	return nil
 }
 
 // wholeWritable refuses whole-workspace changes through a read-only view

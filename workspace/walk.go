@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/computerfs/computerfs/fs"
 )
@@ -144,6 +145,9 @@ func (w *WS) walkRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth 
 			continue
 		}
 		ep := joinPath(p, e.Name)
+		if w.rules != nil && w.hidden(ep) {
+			continue
+		}
 		more, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep, depth: depth, dir: ino, name: e.Name})
 		if err != nil || !more {
 			return false, err
@@ -276,6 +280,9 @@ func (w *WS) walkGlob(ctx context.Context, ino fs.Ino, p string, visit func(walk
 			continue
 		}
 		ep := joinPath(p, e.Name)
+		if w.rules != nil && w.hidden(ep) {
+			continue
+		}
 		more, descend, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep})
 		if err != nil || !more {
 			return false, err
@@ -294,6 +301,9 @@ func (w *WS) walkGlob(ctx context.Context, ino fs.Ino, p string, visit func(walk
 type GrepFile struct {
 	Path  string `json:"path"`
 	Count int    `json:"count"`
+	// Mtime is the file's modification time as it was searched (zero
+	// when not known): callers sort by it without a call per file.
+	Mtime time.Time `json:"mtime,omitzero"`
 }
 
 // GrepResult is one page of grep output.
@@ -413,6 +423,7 @@ type grepFile struct {
 
 type grepOutcome struct {
 	path   string
+	mtime  time.Time
 	lines  []GrepLine
 	count  int
 	binary bool
@@ -452,14 +463,14 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 	if ctx.Err() != nil {
 		return o
 	}
-	_, err := g.w.t.Open(f.ino)
+	a, err := g.w.t.Open(f.ino)
 	if err == syscall.ENOENT && f.name != "" {
 		// Replaced since the walk read its directory: search the file
 		// the name holds now.
 		c := fs.Caller{Uid: g.w.opts.Caller.Uid, Gid: g.w.opts.Caller.Gid}
-		if a, lerr := g.w.t.Lookup(c, f.dir, f.name); lerr == nil && a.IsRegular() {
-			f.ino = a.Ino
-			_, err = g.w.t.Open(f.ino)
+		if la, lerr := g.w.t.Lookup(c, f.dir, f.name); lerr == nil && la.IsRegular() {
+			f.ino = la.Ino
+			a, err = g.w.t.Open(f.ino)
 		}
 	}
 	if err != nil {
@@ -470,6 +481,7 @@ func (g *grepRun) scanFile(ctx context.Context, f grepFile) grepOutcome {
 		return o
 	}
 	defer g.w.t.Release(f.ino)
+	o.mtime = time.Unix(0, a.Mtime)
 	rd := &inoReader{ctx: ctx, f: g.w.t, ino: f.ino}
 	switch g.opt.Mode {
 	case "files":
@@ -514,7 +526,7 @@ func (g *grepRun) take(res *GrepResult, o grepOutcome) bool {
 			g.full = true
 			return false
 		}
-		res.Files = append(res.Files, GrepFile{Path: o.path, Count: o.count})
+		res.Files = append(res.Files, GrepFile{Path: o.path, Count: o.count, Mtime: o.mtime})
 		g.seen++
 		return true
 	}
@@ -672,6 +684,9 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 	}
 	for _, e := range list {
 		if e.Name == "." || e.Name == ".." {
+			continue
+		}
+		if w.rules != nil && w.hidden(joinPath(p, e.Name)) {
 			continue
 		}
 		ea, err := w.entryAttr(ino, e.Name, e.Ino)

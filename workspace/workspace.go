@@ -84,14 +84,18 @@ type Options struct {
 type WS struct {
 	f *fs.FS
 	// t is what reads go to: f, or a snapshot's view (snapshot.go).
-	t      tree
-	snap   string // the snapshot read, "" for the live tree
-	opts   Options
-	notify atomic.Pointer[notifierBox]
+	t    tree
+	snap string // the snapshot read, "" for the live tree
+	opts Options
+	// notify is shared by a workspace's views: SetNotifier on any of them
+	// reaches all, whenever they were made.
+	notify *atomic.Pointer[notifierBox]
 	// root confines a view (Sub) to a subtree: its inode, "/" for the
 	// whole workspace.
 	rootIno fs.Ino
 	rootDir string
+	// rules are the view's path rules (rules.go), nil for none.
+	rules *Rules
 	// writeMu serialises the compare-and-swap writes (and edits) made
 	// through this API, so that they do not fail each other needlessly;
 	// against every other door the swap itself is fs.ReplaceIf's.
@@ -109,7 +113,7 @@ type notifierBox struct{ n Notifier }
 // New returns the file API over f.
 func New(f *fs.FS, opts Options) *WS {
 	bufs := &sync.Pool{New: func() any { b := make([]byte, maxIO); return &b }}
-	return &WS{f: f, t: f, opts: opts, rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
+	return &WS{f: f, t: f, opts: opts, notify: new(atomic.Pointer[notifierBox]), rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
 }
 
 // FS returns the filesystem the API works on.
@@ -134,12 +138,82 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 	if !r.attr.IsDir() {
 		return nil, pathErr("sub", dir, syscall.ENOTDIR)
 	}
-	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, rootIno: r.ino, rootDir: r.path, writeMu: w.writeMu, bufs: w.bufs}
+	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: r.ino, rootDir: w.full(r.path), rules: w.rules, writeMu: w.writeMu, bufs: w.bufs}
 	s.opts.ReadOnly = w.opts.ReadOnly || readOnly
-	if b := w.notify.Load(); b != nil {
-		s.notify.Store(b)
-	}
 	return s, nil
+}
+
+// WithRules returns a view of w that obeys path rules rs (nil for none)
+// instead of w's: see rules.go. Rules name workspace paths, from the
+// workspace's root, whatever the view's root.
+func (w *WS) WithRules(rs *Rules) *WS {
+	return &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: w.rootIno, rootDir: w.rootDir, rules: rs, writeMu: w.writeMu, bufs: w.bufs, beforeReplace: w.beforeReplace}
+}
+
+// Rules returns the view's path rules (nil for none).
+func (w *WS) Rules() *Rules { return w.rules }
+
+// full turns a path of the view (canonical, from its root) into the
+// workspace path rules match.
+func (w *WS) full(p string) string {
+	switch {
+	case w.rootDir == "/":
+		return p
+	case p == "/":
+		return w.rootDir
+	}
+	return w.rootDir + p
+}
+
+// verdict decides a canonical path of the view.
+func (w *WS) verdict(p string) (Verdict, Rule) {
+	if w.rules == nil {
+		return Allow, Rule{}
+	}
+	return w.rules.Verdict(w.full(p))
+}
+
+// hidden says whether the rules deny a canonical path of the view: walks
+// and listings leave it out.
+func (w *WS) hidden(p string) bool {
+	v, _ := w.verdict(p)
+	return v == Deny
+}
+
+// denied is the error of a lookup of a denied path: it looks absent.
+func denied(r Rule) error { return &RuleError{Rule: r, Errno: syscall.ENOENT} }
+
+// asCreate turns the ENOENT of a denied path into the EACCES of an
+// attempt to create or write it (whether or not it exists).
+func asCreate(err error) error {
+	var re *RuleError
+	if errors.As(err, &re) && re.Errno == syscall.ENOENT {
+		var pe *iofs.PathError
+		if errors.As(err, &pe) {
+			return &iofs.PathError{Op: pe.Op, Path: pe.Path, Err: &RuleError{Rule: re.Rule, Errno: syscall.EACCES}}
+		}
+		return &RuleError{Rule: re.Rule, Errno: syscall.EACCES}
+	}
+	return err
+}
+
+// canChange refuses, with EROFS, a change to a path the rules make
+// read-only (r is its resolution).
+func (w *WS) canChange(op, p string, r resolved) error {
+	if r.verdict == ReadOnly {
+		return pathErr(op, p, &RuleError{Rule: r.rule, Errno: syscall.EROFS})
+	}
+	return nil
+}
+
+// resolveChange resolves a path an operation creates or changes: a
+// denied path is EACCES, a read-only one EROFS.
+func (w *WS) resolveChange(ctx context.Context, op, p string, follow bool) (resolved, error) {
+	r, err := w.resolve(ctx, op, p, follow)
+	if err != nil {
+		return r, asCreate(err)
+	}
+	return r, w.canChange(op, p, r)
 }
 
 func (w *WS) invalidate(parent fs.Ino, name string, ino fs.Ino) {
@@ -194,6 +268,10 @@ type resolved struct {
 	ino    fs.Ino // 0 if the last name does not exist
 	attr   fs.Attr
 	path   string // canonical workspace path, symlinks resolved
+	// verdict is the path rules' on path (never Deny: that is an error),
+	// and rule the rule that decided it.
+	verdict Verdict
+	rule    Rule
 }
 
 // checkPath rejects what no workspace path may hold.
@@ -291,9 +369,17 @@ func (w *WS) walk(ctx context.Context, p string, follow bool) (resolved, error) 
 			return resolved{}, syscall.ENAMETOOLONG
 		}
 		dir := stack[len(stack)-1].ino
+		var v Verdict
+		var by Rule
+		if w.rules != nil {
+			// Before the lookup: what a denied name is must not show.
+			if v, by = w.verdict(joinStack(stack, name)); v == Deny {
+				return resolved{}, denied(by)
+			}
+		}
 		a, err := w.t.Lookup(c, dir, name)
 		if err == syscall.ENOENT && last {
-			return resolved{parent: dir, name: name, path: joinStack(stack, name)}, nil
+			return resolved{parent: dir, name: name, path: joinStack(stack, name), verdict: v, rule: by}, nil
 		}
 		if err != nil {
 			return resolved{}, err
@@ -325,7 +411,7 @@ func (w *WS) walk(ctx context.Context, p string, follow bool) (resolved, error) 
 			if strings.HasSuffix(p, "/") && !a.IsDir() && !a.IsSymlink() {
 				return resolved{}, syscall.ENOTDIR
 			}
-			return resolved{parent: dir, name: name, ino: a.Ino, attr: a, path: joinStack(stack, name)}, nil
+			return resolved{parent: dir, name: name, ino: a.Ino, attr: a, path: joinStack(stack, name), verdict: v, rule: by}, nil
 		}
 		if !a.IsDir() {
 			return resolved{}, syscall.ENOTDIR
@@ -358,6 +444,9 @@ func (w *WS) result(stack []frame) (resolved, error) {
 	} else {
 		r.parent = top.ino
 		r.path = "/"
+	}
+	if r.verdict, r.rule = w.verdict(r.path); r.verdict == Deny {
+		return resolved{}, denied(r.rule) // the view's root itself
 	}
 	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/fs"
@@ -402,7 +403,11 @@ func (c *Client) Grep(ctx context.Context, p string, opt workspace.GrepOptions) 
 		res.Lines = append(res.Lines, workspace.GrepLine{Path: l.Path, Line: int(l.Line), Text: l.Text, Context: l.Context})
 	}
 	for _, f := range r.Files {
-		res.Files = append(res.Files, workspace.GrepFile{Path: f.Path, Count: int(f.Count)})
+		g := workspace.GrepFile{Path: f.Path, Count: int(f.Count)}
+		if f.MtimeNs != 0 {
+			g.Mtime = time.Unix(0, f.MtimeNs)
+		}
+		res.Files = append(res.Files, g)
 	}
 	return res, nil
 }

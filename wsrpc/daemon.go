@@ -51,6 +51,10 @@ type DaemonOptions struct {
 	// SnapshotsChanged, if set, hears of every snapshot made or deleted
 	// (the mount's .snapshots follows them).
 	SnapshotsChanged func(name string)
+	// Rules are the file API's path rules (the policy's top level): a
+	// snapshot diff leaves out what they deny, as the file API does.
+	// Restore and undo go through WS, whose rules are its own.
+	Rules *workspace.Rules
 }
 
 // FuseStats are what a mount served, for Status.
@@ -257,6 +261,9 @@ func (s *DaemonServer) Limit(ctx context.Context, req *pb.LimitRequest) (*pb.Lim
 // write would fail with ENOSPC, and 0 is no way to say "unlimited". The
 // limit command and mount --limit apply it, and so does the daemon.
 func CheckLimit(limit, used uint64) error {
+	if limit == 0 && used == 0 {
+		return errors.New("a limit of 0 B leaves no room for anything: give a size above 0")
+	}
 	if limit < used || limit == 0 {
 		return fmt.Errorf("a limit of %s is below the %s the workspace already stores", size.Format(limit), size.Format(used))
 	}
@@ -335,11 +342,23 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 		}
 		r := &pb.SnapshotResponse{}
 		for _, e := range d {
+			if s.denied(e.Path) || s.denied(e.OldPath) {
+				continue
+			}
 			r.Diff = append(r.Diff, &pb.DiffEntry{Kind: e.Kind, Path: valid(e.Path), OldPath: valid(e.OldPath), Type: e.Type, OldSize: e.OldSize, Size: e.Size, Ino: uint64(e.Ino), Patch: []byte(e.Patch)})
 		}
 		return r, nil
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "snapshot op %q: want create, list, delete or diff", req.Op)
+}
+
+// denied says whether the file API's rules deny workspace path p.
+func (s *DaemonServer) denied(p string) bool {
+	if s.o.Rules == nil || p == "" {
+		return false
+	}
+	v, _ := s.o.Rules.Verdict(p)
+	return v == workspace.Deny
 }
 
 func (s *DaemonServer) snapshotsChanged(name string) {

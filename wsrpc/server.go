@@ -403,7 +403,11 @@ func (s *Server) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepRespons
 		out.Lines = append(out.Lines, &pb.GrepLine{Path: valid(l.Path), Line: int32(l.Line), Text: valid(l.Text), Context: l.Context})
 	}
 	for _, f := range res.Files {
-		out.Files = append(out.Files, &pb.GrepFile{Path: valid(f.Path), Count: int32(f.Count)})
+		g := &pb.GrepFile{Path: valid(f.Path), Count: int32(f.Count)}
+		if !f.Mtime.IsZero() {
+			g.MtimeNs = f.Mtime.UnixNano()
+		}
+		out.Files = append(out.Files, g)
 	}
 	return out, nil
 }

@@ -266,6 +266,9 @@ func TestNonUTF8Names(t *testing.T) {
 	files, err := c.Grep(ctx, "/", workspace.GrepOptions{Pattern: "needle", Mode: "files"})
 	if err != nil || len(files.Files) != 3 || files.Files[0].Path != "/bad\uFFFDname" {
 		t.Errorf("grep files: %+v, %v", files.Files, err)
+	} else if got, want := files.Files[2].Mtime, list.Entries[3].Mtime; !got.Equal(want) || got.IsZero() {
+		// Each file's time comes with it, for callers that sort by it.
+		t.Errorf("grep files: %s's mtime %v, want %v (as listed)", files.Files[2].Path, got, want)
 	}
 	gl, err := c.Glob(ctx, "**", workspace.GlobOptions{})
 	if err != nil || len(gl.Paths) != 4 || gl.Paths[1] != "/dir\uFFFD" {

@@ -792,8 +792,9 @@ func TestBadStore(t *testing.T) {
 	wantMsg := map[string]string{
 		"head5000": "truncated", "half": "truncated", "random": "not a computerfs workspace",
 		"text": "not a computerfs workspace", "bigtext": "not a computerfs workspace",
-		"dir": "is a directory", "empty": "not a computerfs workspace", "missing": "no such file",
-		"bbolt": "not a computerfs workspace", "newer": "newer computerfs",
+		"dir": "is a directory", "empty": "no computerfs workspace at " + filepath.Join(dir, "empty.cfs") + " (the file is empty)",
+		"missing": "no computerfs workspace at " + filepath.Join(dir, "missing.cfs") + " (no such file)",
+		"bbolt":   "not a computerfs workspace", "newer": "newer computerfs",
 	}
 	for name, mk := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -803,15 +804,26 @@ func TestBadStore(t *testing.T) {
 			}
 			before, _ := os.ReadFile(path)
 			cmds := [][]string{{"fsck", path}, {"fsck", "--repair", path}, {"fsck", "--json", path}, {"stats", path}, {"stats", "--json", path}, {"gc", path}, {"limit", path}, {"limit", path, "1G"}}
-			if name != "empty" && name != "missing" { // mount creates those
-				cmds = append(cmds, []string{"mount", path, filepath.Join(dir, name+".mnt")}, []string{"mount", path, filepath.Join(dir, name+".mnt"), "--daemon"})
+			// Nothing but init creates a workspace unasked, and no
+			// command takes one of these for one.
+			mnt := filepath.Join(dir, name+".mnt")
+			cmds = append(cmds, []string{"mount", path, mnt}, []string{"mount", path, mnt, "--daemon"}, []string{"serve", path},
+				[]string{"fs", "cat", "-w", path, "/a"}, []string{"fs", "write", "-w", path, "/a"}, []string{"exec", "-w", path, "--", "true"},
+				[]string{"backends", "-w", path}, []string{"execs", "-w", path}, []string{"undo", "-w", path},
+				[]string{"snapshot", "list", path}, []string{"snapshot", "create", path, "s"}, []string{"scrub", path})
+			switch name {
+			case "empty", "dir":
+				// --create makes a missing workspace, and overwrites nothing.
+				cmds = append(cmds, []string{"mount", path, mnt, "--create"}, []string{"serve", path, "--create"}, []string{"status", path})
+			case "missing":
+				cmds = append(cmds, []string{"status", path})
 			}
 			for _, args := range cmds {
 				r := cli(t, home, args...)
 				if r.code == 0 || !strings.Contains(r.stderr, path) || !strings.Contains(r.stderr, wantMsg[name]) {
 					t.Errorf("computerfs %s: want failure naming %s and saying %q, got %v", strings.Join(args, " "), path, wantMsg[name], r)
 				}
-				if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 && args[0] != "mount" {
+				if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 && args[0] != "mount" && args[0] != "serve" {
 					t.Errorf("computerfs %s: more than one line of error:\n%s", strings.Join(args, " "), r.stderr)
 				}
 			}

@@ -37,9 +37,23 @@ func execLogPath(ws string) string {
 	return abs + ".execs.jsonl"
 }
 
+// fileView is api as the file API (CLI, daemon socket, MCP) serves it:
+// under the policy's top-level path rules.
+func fileView(api *workspace.WS) (*workspace.WS, error) {
+	pol, err := backends.LoadPolicy(policyPath())
+	if err != nil {
+		return nil, err
+	}
+	rs, err := pol.FileRules()
+	if err != nil || rs == nil {
+		return api, err
+	}
+	return api.WithRules(rs), nil
+}
+
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding
 // the store itself); onExec, if not nil, sees every exec's result.
-func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result)) (*backends.Runtime, func(), error) {
+func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result), viewMount func(string, *workspace.Rules) (string, error)) (*backends.Runtime, func(), error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
 		return nil, nil, err
@@ -51,7 +65,7 @@ func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*b
 	} else {
 		e.log.Warn("no exec log", "err", err)
 	}
-	opts := backends.Options{Dirs: backends.DefaultDirs(defaultHome()), WS: api, MountPath: mnt, Owner: abs, Policy: pol, Logger: e.log, OnExec: onExec}
+	opts := backends.Options{Dirs: backends.DefaultDirs(defaultHome()), WS: api, MountPath: mnt, ViewMount: viewMount, Owner: abs, Policy: pol, Logger: e.log, OnExec: onExec}
 	if execLog != nil {
 		opts.ExecLog = execLog
 	}
@@ -91,7 +105,7 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
-	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil, nil)
 	if err != nil {
 		f.Close()
 		return nil, err

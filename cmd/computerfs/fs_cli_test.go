@@ -144,7 +144,7 @@ type serveDaemon struct {
 // live. Cleanup SIGKILLs it if the test has not stopped it.
 func startServe(t *testing.T, home, ws string) *serveDaemon {
 	t.Helper()
-	r, err := runCfs(home, "", nil, "serve", ws, "--daemon")
+	r, err := runCfs(home, "", nil, "serve", ws, "--daemon", "--create")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +708,14 @@ func fsTable() []fsStep {
 		{name: "grep json count", args: []string{"grep", "--json", "-c", "-i", "foo", "/g"}, check: func(t *testing.T, h *fsHarness, r result) {
 			var g workspace.GrepResult
 			decodeJSON(t, r, &g)
-			if fmt.Sprint(g.Files) != "[{/g/one.txt 3} {/g/sub/three.txt 1} {/g/two.log 2}]" || len(g.Lines) != 0 {
+			var files []string
+			for _, f := range g.Files {
+				files = append(files, fmt.Sprintf("%s %d", f.Path, f.Count))
+				if f.Mtime.IsZero() {
+					t.Errorf("grep --json -c: %s without its mtime", f.Path)
+				}
+			}
+			if fmt.Sprint(files) != "[/g/one.txt 3 /g/sub/three.txt 1 /g/two.log 2]" || len(g.Lines) != 0 {
 				t.Errorf("grep --json -c: %+v", g)
 			}
 		}},
@@ -968,7 +975,7 @@ func TestFSCommands(t *testing.T) {
 func TestFSNoWorkspace(t *testing.T) {
 	home, ws, _ := tempWorkspace(t)
 	r := fsRun(t, home, ws, "", "ls")
-	if r.code != exitFailed || !strings.Contains(r.stderr, "computerfs serve") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "no computerfs workspace at "+ws) || !strings.Contains(r.stderr, "computerfs init") {
 		t.Errorf("fs ls on a missing workspace: %v", r)
 	}
 	r = fsRun(t, home, ws, "x", "write", "--json", "/x")

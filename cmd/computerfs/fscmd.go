@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/fs"
-	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"golang.org/x/sys/unix"
@@ -312,7 +311,12 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return workspace.New(f, workspace.Options{}), f.Close, nil
+	files, err := fileView(workspace.New(f, workspace.Options{}))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return files, f.Close, nil
 }
 
 // openSnapshot is the read-only API over snapshot name of api's
@@ -918,12 +922,14 @@ func fsChanges(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 func cmdServe(ctx context.Context, e *env, args []string) error {
 	var (
 		daemon   bool
+		create   bool
 		limitStr string
 		memLimit string
 		c        daemonConfig
 	)
 	fl, err := parse(e, "serve", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the socket is live")
+		fl.BoolVar(&create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
 		c.metrics.register(fl)
@@ -941,8 +947,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return exitCode(2)
 	}
 	if limitStr != "" {
-		if c.limit, err = size.Parse(limitStr); err != nil {
-			return err
+		if c.limit, err = parseLimit(limitStr); err != nil {
+			return usageError{err}
 		}
 	}
 	if err := setMemoryLimit(memLimit); err != nil {
@@ -950,6 +956,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	if err := c.metrics.check(); err != nil {
 		return usageError{err}
+	}
+	if err := ensureWorkspace(e, c.ws, create, c.limit); err != nil {
+		return err
 	}
 	if daemon {
 		return startDaemon(e, "serve", args)

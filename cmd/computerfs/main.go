@@ -38,8 +38,9 @@ type env struct {
 
 func allCommands() []command {
 	return []command{
-		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (created if missing) and serve it until unmounted", cmdMount},
-		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount", cmdServe},
+		{"init", "[WORKSPACE]", "create a new workspace (--limit SIZE); refuses a path that exists", cmdInit},
+		{"mount", "[WORKSPACE [MOUNTPOINT]]", "mount a workspace (--create makes a missing one) and serve it until unmounted", cmdMount},
+		{"serve", "[WORKSPACE]", "serve a workspace's file API on its control socket, without a mount (--create makes a missing one)", cmdServe},
 		{"umount", "MOUNTPOINT", "unmount a mounted workspace", cmdUmount},
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
@@ -50,6 +51,7 @@ func allCommands() []command {
 		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER|PATH...]]", "named read-only states of a workspace: create (instant), list, rm, restore NAME [PATH...] (live, in one commit), diff NAME [OTHER] (OTHER: a later snapshot; none: now; --patch: unified diffs of text files)", cmdSnapshot},
 		{"execs", "[-w WS]", "list the recent execs: backend, command, exit, files changed, whether they can be undone", cmdExecs},
 		{"undo", "[-w WS] [EXEC-ID]", "revert exactly what an exec changed (the last one by default), refusing if later changes touched the same files (--force)", cmdUndo},
+		{"audit", "[-w WS] [--since SEQ] [--backend ID] [--denied] [--json] | --verify [--anchor SEQ:HASH]", "the audit log: every exec and policy verdict, hash-chained in the store; --verify checks the chain", cmdAudit},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
@@ -63,6 +65,7 @@ func usage(w io.Writer) {
 	for _, c := range allCommands() {
 		fmt.Fprintf(w, "  computerfs %-7s %-26s %s\n", c.name, c.args, c.summary)
 	}
+	fmt.Fprintf(w, "\nmount(8) and /etc/fstab (type fuse.computerfs) run it as mount.fuse3 does:\n  computerfs /path/ws.cfs MOUNTPOINT -o allow_other,limit=SIZE,memory-limit=SIZE,create\n")
 	fmt.Fprintf(w, "\nRun 'computerfs COMMAND --help' for a command's options.\n")
 }
 
@@ -88,7 +91,17 @@ func run(ctx context.Context, e *env, args []string) int {
 		}
 		return 0
 	}
-	for _, c := range allCommands() {
+	cmds := allCommands()
+	if src, mnt, opts, ok := helperArgs(args); ok {
+		// mount(8) by way of mount.fuse3: see fstab.go.
+		margs, err := helperMountArgs(src, mnt, opts)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "computerfs: %v\n", err)
+			return 2
+		}
+		cmds, args = []command{{name: "mount", run: cmdMount}}, append([]string{"mount"}, margs...)
+	}
+	for _, c := range cmds {
 		if c.name == args[0] {
 			err := c.run(ctx, e, args[1:])
 			if errors.Is(err, flag.ErrHelp) {

@@ -245,7 +245,7 @@ type mountProc struct {
 func startMount(t *testing.T, home, ws, mnt string, args ...string) *mountProc {
 	t.Helper()
 	p := &mountProc{ws: ws, mnt: mnt, stdout: newLineWriter("mounted at"), stderr: newLineWriter(""), exited: make(chan struct{})}
-	p.cmd = exec.Command(cfsBin, append([]string{"mount", ws, mnt}, args...)...)
+	p.cmd = exec.Command(cfsBin, append([]string{"mount", ws, mnt, "--create"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -320,7 +320,7 @@ var daemonPID = regexp.MustCompile(`daemon (\d+) serving`)
 // its process group (it runs in its own session) and detaches the mount.
 func runDaemon(t *testing.T, home, ws, mnt string, args ...string) int {
 	t.Helper()
-	r := cli(t, home, append([]string{"mount", ws, mnt, "--daemon"}, args...)...)
+	r := cli(t, home, append([]string{"mount", ws, mnt, "--daemon", "--create"}, args...)...)
 	m := daemonPID.FindStringSubmatch(r.stdout)
 	if m != nil {
 		pid, _ := strconv.Atoi(m[1])

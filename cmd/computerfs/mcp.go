@@ -100,7 +100,10 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		return nil, err
 	}
 	// A host configured with a workspace that does not exist yet gets a
-	// new one, as mount makes it.
+	// new one: mcp is the one command that creates a missing workspace
+	// unasked (mount and serve want --create), since an agent host
+	// spawns it with a path and no one reads its stderr. An empty file
+	// or a directory is refused as everywhere (openHere).
 	var f *fs.FS
 	if _, serr := os.Stat(ws); errors.Is(serr, os.ErrNotExist) {
 		e.log.Info("mcp: creating the workspace", "workspace", ws)
@@ -115,11 +118,16 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		return nil, err
 	}
 	api := workspace.New(f, workspace.Options{})
-	w := &mcpWorkspace{api: api, snaps: storeSnapshots{f}, close: func() { f.Close() }}
+	files, err := fileView(api)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files}, close: func() { f.Close() }}
 	if !withExec {
 		return w, nil
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, "", nil)
+	rt, closeRT, err := newRuntime(e, ws, api, "", nil, nil)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -135,7 +143,13 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 
 // storeSnapshots are the snapshots of a store this process holds, as the
 // daemon's Snapshot call makes them.
-type storeSnapshots struct{ f *fs.FS }
+// Their diff leaves out what the file API's rules deny; restore and undo
+// go through its view, which refuses them when they would change a path
+// the rules protect.
+type storeSnapshots struct {
+	f   *fs.FS
+	api *workspace.WS
+}
 
 func (s storeSnapshots) Create(ctx context.Context, name string) (mcpserver.Snapshot, error) {
 	sn, err := s.f.CreateSnapshot(ctx, name)
@@ -160,26 +174,35 @@ func (s storeSnapshots) Diff(ctx context.Context, name, other string) ([]mcpserv
 	d, err := fs.DiffSnapshots(s.f.Store(), name, other)
 	out := []mcpserver.DiffEntry{}
 	for _, e := range d {
+		if s.denied(e.Path) || s.denied(e.OldPath) {
+			continue
+		}
 		out = append(out, mcpserver.DiffEntry{Kind: e.Kind, Path: e.Path, OldPath: e.OldPath, Type: workspace.TypeName(e.Type), OldSize: e.OldSize, Size: e.Size})
 	}
 	return out, err
 }
 
+func (s storeSnapshots) denied(p string) bool {
+	if s.api.Rules() == nil || p == "" {
+		return false
+	}
+	v, _ := s.api.Rules().Verdict(p)
+	return v == workspace.Deny
+}
+
 func (s storeSnapshots) Restore(ctx context.Context, name string, paths []string) (*fs.RewindReport, error) {
-	rep, _, err := s.f.Restore(ctx, name, fs.RestoreOptions{Paths: paths})
-	return rep, err
+	return s.api.Restore(ctx, name, paths)
 }
 
 func (s storeSnapshots) Undo(ctx context.Context, opts fs.UndoOptions) (*fs.ExecRecord, *fs.RewindReport, error) {
-	rec, rep, _, err := s.f.Undo(ctx, opts)
-	return rec, rep, err
+	return s.api.Undo(ctx, opts)
 }
 
 // openHere opens the store of a workspace no daemon holds, in this
 // process, for the commands that work through the daemon when one runs.
 func openHere(e *env, ws string) (*fs.FS, error) {
-	if _, err := os.Stat(ws); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w (create it with 'computerfs mount' or 'computerfs serve')", ws, err)
+	if err := requireWorkspace(ws); err != nil {
+		return nil, err
 	}
 	f, err := fs.Open(ws, fs.Options{Logger: e.log})
 	if errors.Is(err, chunkstore.ErrInUse) {

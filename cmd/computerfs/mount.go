@@ -59,6 +59,7 @@ func defaultMountpoint() string {
 func cmdMount(ctx context.Context, e *env, args []string) error {
 	var (
 		daemon     bool
+		create     bool
 		limitStr   string
 		allowOther string
 		memLimit   string
@@ -66,6 +67,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	)
 	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
 		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
+		fl.BoolVar(&create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
 		fl.BoolVar(&c.debug, "debug", false, "log every FUSE request")
 		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
@@ -88,8 +90,8 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		return exitCode(2)
 	}
 	if limitStr != "" {
-		if c.limit, err = size.Parse(limitStr); err != nil {
-			return err
+		if c.limit, err = parseLimit(limitStr); err != nil {
+			return usageError{err}
 		}
 	}
 	switch allowOther {
@@ -106,6 +108,10 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 	}
 	if err := c.metrics.check(); err != nil {
 		return usageError{err}
+	}
+	// Before a daemon starts, so that what is created is said here.
+	if err := ensureWorkspace(e, c.ws, create, c.limit); err != nil {
+		return err
 	}
 	if daemon {
 		return startDaemon(e, "mount", args)
@@ -186,6 +192,7 @@ const commitInterval = 100 * time.Millisecond
 
 func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err error) {
 	started := time.Now()
+	sd := newNotifier()
 	// Catch signals before the mount is live: one that arrives just after
 	// must unmount, not kill the process and leave a dead mount behind.
 	sigs := make(chan os.Signal, 2)
@@ -231,11 +238,17 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	var rt *backends.Runtime // set before anything lists it
 	listBackends := func(ctx context.Context) []*pb.BackendInfo { return rt.List(ctx, false) }
 	m := metrics.New(metrics.Sources{FS: f, Backends: listBackends})
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec)
+	// Backends with path rules that need the mount get policy views of it.
+	views := newPolicyViews(f, c.allowOther, absMnt, e.log)
+	var viewMount func(string, *workspace.Rules) (string, error)
+	if absMnt != "" {
+		viewMount = views.mount
+	}
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec, viewMount)
 	if err != nil {
 		return err
 	}
-	undo = append(undo, closeRT)
+	undo = append(undo, func() { views.close(context.WithoutCancel(ctx)) }, closeRT)
 	var msrv *metrics.Server
 	if c.metrics.addr != "" {
 		msrv, err = m.Listen(c.metrics.addr, metrics.ServeOptions{Pprof: c.metrics.pprof, AnyAddress: c.metrics.anyAddress, Logger: e.log})
@@ -259,7 +272,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			srv.SnapshotsChanged(name)
 		}
 	}
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return api, nil }), e.log,
+	files, err := fileView(api)
+	if err != nil {
+		return err
+	}
+	dopts.Rules = files.Rules()
+	dopts.WS = files // restore and undo obey the file API's rules
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err
@@ -276,11 +295,12 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
-		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m})
+		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
 		if err != nil {
 			return err
 		}
-		api.SetNotifier(srv)
+		views.setMain(srv, c.allowOther)
+		api.SetNotifier(views)
 		mounted.Store(srv)
 		detached = srv.Detached()
 		fmt.Fprintf(e.stdout, "computerfs: %s mounted at %s\n", ws, mnt)
@@ -291,6 +311,13 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
+	live := "serving " + ws + " on " + ctl.Path()
+	if mnt != "" {
+		live = ws + " mounted at " + mnt
+	}
+	if err := sd.notify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=%s", os.Getpid(), live)); err != nil {
+		e.log.Warn("readiness not sent", "err", err)
+	}
 
 	select {
 	case s := <-sigs:
@@ -299,6 +326,9 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		e.log.Info("stopping: unmounted from outside", "mountpoint", mnt)
 	case <-ctx.Done():
 		e.log.Info("stopping", "err", context.Cause(ctx))
+	}
+	if err := sd.notify("STOPPING=1\nSTATUS=stopping: backends, then the mount, then the store"); err != nil {
+		e.log.Warn("stopping not sent", "err", err)
 	}
 	start := time.Now()
 	// A second signal forces the exit: the connection is aborted, and the
@@ -325,6 +355,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	// wait forever.
 	closeRT()
 	e.log.Info("backends stopped", "took", time.Since(start).Round(time.Millisecond))
+	// Then the policy views they bound.
+	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
+	views.close(vctx)
+	vcancel()
 	if srv != nil {
 		mounted.Store(nil)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)

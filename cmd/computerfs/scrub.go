@@ -52,6 +52,9 @@ func cmdScrub(ctx context.Context, e *env, args []string) error {
 		rep, err = d.Scrub(ctx, rate, progress)
 	default:
 		var st *chunkstore.Store
+		if err := requireWorkspace(ws); err != nil {
+			return err
+		}
 		if st, err = chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true}); err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+
 	"strings"
 	"time"
 
@@ -40,8 +40,8 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	name := fl.Arg(2)
-	if _, err := os.Stat(ws); err != nil {
-		return fmt.Errorf("snapshot %s: %w", op, err)
+	if err := requireWorkspace(ws); err != nil {
+		return err
 	}
 	d, closeD, err := daemonOf(ctx, ws)
 	if err != nil {

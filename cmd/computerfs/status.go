@@ -44,6 +44,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if d == nil {
+		if err := requireWorkspace(ws); err != nil {
+			return err
+		}
 		return fmt.Errorf("%s is not served: no daemon answers on its control socket; start one with 'computerfs mount %s MOUNTPOINT --daemon' (or 'computerfs serve %s --daemon' without FUSE)", ws, ws, ws)
 	}
 	defer closeD()

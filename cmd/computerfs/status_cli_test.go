@@ -207,7 +207,7 @@ func TestStatusNotServed(t *testing.T) {
 		code int
 	}{
 		{"store not served", ws, []string{ws + " is not served", "computerfs mount " + ws + " MOUNTPOINT --daemon"}, 1},
-		{"no store", filepath.Join(filepath.Dir(ws), "none.cfs"), []string{"none.cfs is not served"}, 1},
+		{"no store", filepath.Join(filepath.Dir(ws), "none.cfs"), []string{"no computerfs workspace at " + filepath.Join(filepath.Dir(ws), "none.cfs") + " (no such file)", "computerfs init"}, 1},
 		{"a directory, not a mount", mnt, []string{"no computerfs workspace is mounted there"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

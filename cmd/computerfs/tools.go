@@ -57,6 +57,9 @@ func daemonOf(ctx context.Context, ws string) (*wsrpc.DaemonClient, func() error
 }
 
 func openStore(e *env, path string) (*chunkstore.Store, error) {
+	if err := requireWorkspace(path); err != nil {
+		return nil, err
+	}
 	return chunkstore.Open(path, chunkstore.Options{Logger: e.log, MustExist: true})
 }
 
@@ -132,6 +135,9 @@ func fsckOffline(e *env, ws string, repair bool) (*fs.CheckReport, error) {
 	// A store whose newest commit record may be damaged opens at the
 	// previous commit: --repair accepts that, a plain fsck reports it
 	// and checks the store read-only as bbolt would open it.
+	if err := requireWorkspace(ws); err != nil {
+		return nil, err
+	}
 	st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, AcceptRollback: repair})
 	var rollback error
 	if errors.Is(err, chunkstore.ErrRollback) {

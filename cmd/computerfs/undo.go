@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+
 	"strings"
 	"time"
 
@@ -102,8 +102,12 @@ func cmdExecs(ctx context.Context, e *env, args []string) error {
 	for _, r := range recs {
 		state := "no changes"
 		switch {
+		case r.Running:
+			state = "running"
 		case r.Undone != 0:
 			state = "undone"
+		case r.Interrupted && r.Changed():
+			state = "interrupted, undoable"
 		case r.Changed():
 			state = fmt.Sprintf("%d changed, undoable", len(r.Paths))
 		}
@@ -121,7 +125,8 @@ func execRecordJSON(r *fs.ExecRecord) map[string]any {
 		"id": r.ID, "backend": r.Backend, "command": r.Command, "exit": r.Exit,
 		"start": time.Unix(0, r.Start).UTC().Format(time.RFC3339Nano), "duration_ms": float64(r.End-r.Start) / 1e6,
 		"before_epoch": r.Before, "after_epoch": r.After, "changed": paths, "changed_truncated": r.PathsTruncated,
-		"undoable": r.Changed() && r.Undone == 0, "undone": r.Undone != 0,
+		"undoable": r.Changed() && r.Undone == 0 && !r.Running, "undone": r.Undone != 0,
+		"running": r.Running, "interrupted": r.Interrupted,
 	}
 	if r.Undone != 0 {
 		m["undone_at"] = time.Unix(0, r.Undone).UTC().Format(time.RFC3339Nano)
@@ -143,9 +148,6 @@ func onWorkspace(ctx context.Context, e *env, ws string, online func(*wsrpc.Daem
 	if d != nil {
 		defer closeD()
 		return online(d)
-	}
-	if _, err := os.Stat(ws); err != nil {
-		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	f, err := openHere(e, ws)
 	if err != nil {

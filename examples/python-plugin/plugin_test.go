@@ -165,11 +165,11 @@ func (h *harness) want(r result, stdout string, code int, what string) {
 
 var daemonLine = regexp.MustCompile(`daemon (\d+) serving`)
 
-// startDaemon runs "computerfs serve --daemon" and returns a func that
+// startDaemon runs "computerfs serve --daemon --create" and returns a func that
 // stops it (also registered as a cleanup, for a test that fails first).
 func (h *harness) startDaemon() func() {
 	h.t.Helper()
-	r := h.run(nil, "serve", "--daemon")
+	r := h.run(nil, "serve", "--daemon", "--create")
 	m := daemonLine.FindStringSubmatch(r.stdout)
 	if r.code != 0 || m == nil {
 		h.t.Fatalf("serve --daemon: %s", r)

@@ -2066,6 +2066,12 @@ func grepCases() []testCase {
 			if !eqFiles(res.Files, tc.files) {
 				c.Errorf("grep %s %+v files:\n got %+v\nwant %+v", tc.p, tc.opt, res.Files, tc.files)
 			}
+			for _, f := range res.Files {
+				// Each file comes with its modification time.
+				if fi, err := c.API.Stat(c.Ctx, f.Path); err != nil || !f.Mtime.Equal(fi.Mtime) {
+					c.Errorf("grep %s %+v: %s's mtime %v, want %v (stat: %v)", tc.p, tc.opt, f.Path, f.Mtime, fi.Mtime, err)
+				}
+			}
 			if res.Skipped != tc.skipped {
 				c.Errorf("grep %s %+v: skipped %d, want %d", tc.p, tc.opt, res.Skipped, tc.skipped)
 			}
@@ -2243,7 +2249,7 @@ func eqFiles(a, b []workspace.GrepFile) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if a[i].Path != b[i].Path || a[i].Count != b[i].Count {
 			return false
 		}
 	}

@@ -27,6 +27,144 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type AuditRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`    // only records after this sequence number
+	Backend       string                 `protobuf:"bytes,2,opt,name=backend,proto3" json:"backend,omitempty"` // only this backend's
+	Denied        bool                   `protobuf:"varint,3,opt,name=denied,proto3" json:"denied,omitempty"`  // only denied verdicts
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`    // the last N (0: all)
+	Verify        bool                   `protobuf:"varint,5,opt,name=verify,proto3" json:"verify,omitempty"`  // check the chain instead of listing
+	Anchors       []string               `protobuf:"bytes,6,rep,name=anchors,proto3" json:"anchors,omitempty"` // verify: heads kept elsewhere, SEQ:HASH
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRequest) Reset() {
+	*x = AuditRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRequest) ProtoMessage() {}
+
+func (x *AuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
+func (*AuditRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AuditRequest) GetSince() uint64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *AuditRequest) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *AuditRequest) GetDenied() bool {
+	if x != nil {
+		return x.Denied
+	}
+	return false
+}
+
+func (x *AuditRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *AuditRequest) GetVerify() bool {
+	if x != nil {
+		return x.Verify
+	}
+	return false
+}
+
+func (x *AuditRequest) GetAnchors() []string {
+	if x != nil {
+		return x.Anchors
+	}
+	return nil
+}
+
+// AuditResponse carries the records as package audit's JSON (its format
+// is that package's, not this file's), or the verification's report.
+type AuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RecordsJson   []string               `protobuf:"bytes,1,rep,name=records_json,json=recordsJson,proto3" json:"records_json,omitempty"`
+	ReportJson    string                 `protobuf:"bytes,2,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditResponse) Reset() {
+	*x = AuditResponse{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditResponse) ProtoMessage() {}
+
+func (x *AuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
+func (*AuditResponse) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AuditResponse) GetRecordsJson() []string {
+	if x != nil {
+		return x.RecordsJson
+	}
+	return nil
+}
+
+func (x *AuditResponse) GetReportJson() string {
+	if x != nil {
+		return x.ReportJson
+	}
+	return ""
+}
+
 type RestoreRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot      string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
@@ -37,7 +175,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +187,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +200,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RestoreRequest) GetSnapshot() string {
@@ -89,7 +227,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -101,7 +239,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -114,7 +252,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UndoRequest) GetExec() string {
@@ -145,7 +283,7 @@ type RewindResponse struct {
 
 func (x *RewindResponse) Reset() {
 	*x = RewindResponse{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -157,7 +295,7 @@ func (x *RewindResponse) String() string {
 func (*RewindResponse) ProtoMessage() {}
 
 func (x *RewindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -170,7 +308,7 @@ func (x *RewindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
 func (*RewindResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RewindResponse) GetRecords() int64 {
@@ -216,7 +354,7 @@ type ExecsRequest struct {
 
 func (x *ExecsRequest) Reset() {
 	*x = ExecsRequest{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -228,7 +366,7 @@ func (x *ExecsRequest) String() string {
 func (*ExecsRequest) ProtoMessage() {}
 
 func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -241,7 +379,7 @@ func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsRequest.ProtoReflect.Descriptor instead.
 func (*ExecsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 // ExecRecord is fs.ExecRecord.
@@ -258,13 +396,15 @@ type ExecRecord struct {
 	Paths          []string               `protobuf:"bytes,9,rep,name=paths,proto3" json:"paths,omitempty"`
 	PathsTruncated bool                   `protobuf:"varint,10,opt,name=paths_truncated,json=pathsTruncated,proto3" json:"paths_truncated,omitempty"`
 	UndoneUnixNs   int64                  `protobuf:"varint,11,opt,name=undone_unix_ns,json=undoneUnixNs,proto3" json:"undone_unix_ns,omitempty"`
+	Running        bool                   `protobuf:"varint,12,opt,name=running,proto3" json:"running,omitempty"`
+	Interrupted    bool                   `protobuf:"varint,13,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecRecord) Reset() {
 	*x = ExecRecord{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +416,7 @@ func (x *ExecRecord) String() string {
 func (*ExecRecord) ProtoMessage() {}
 
 func (x *ExecRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,7 +429,7 @@ func (x *ExecRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRecord.ProtoReflect.Descriptor instead.
 func (*ExecRecord) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExecRecord) GetId() string {
@@ -369,6 +509,20 @@ func (x *ExecRecord) GetUndoneUnixNs() int64 {
 	return 0
 }
 
+func (x *ExecRecord) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *ExecRecord) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
 type ExecsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Execs         []*ExecRecord          `protobuf:"bytes,1,rep,name=execs,proto3" json:"execs,omitempty"`
@@ -378,7 +532,7 @@ type ExecsResponse struct {
 
 func (x *ExecsResponse) Reset() {
 	*x = ExecsResponse{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +544,7 @@ func (x *ExecsResponse) String() string {
 func (*ExecsResponse) ProtoMessage() {}
 
 func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +557,7 @@ func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsResponse.ProtoReflect.Descriptor instead.
 func (*ExecsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExecsResponse) GetExecs() []*ExecRecord {
@@ -428,7 +582,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +594,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +607,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SnapshotRequest) GetOp() string {
@@ -508,7 +662,7 @@ type DiffEntry struct {
 
 func (x *DiffEntry) Reset() {
 	*x = DiffEntry{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +674,7 @@ func (x *DiffEntry) String() string {
 func (*DiffEntry) ProtoMessage() {}
 
 func (x *DiffEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +687,7 @@ func (x *DiffEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffEntry.ProtoReflect.Descriptor instead.
 func (*DiffEntry) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DiffEntry) GetKind() string {
@@ -604,7 +758,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +770,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +783,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SnapshotInfo) GetName() string {
@@ -672,7 +826,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +838,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +851,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
@@ -737,7 +891,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +903,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +916,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -785,7 +939,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +951,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +964,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -849,7 +1003,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1015,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1028,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -932,7 +1086,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1098,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1111,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -997,7 +1151,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1163,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1176,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -1045,7 +1199,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1211,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1224,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -1116,7 +1270,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1282,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1295,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{16}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -1223,7 +1377,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1389,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1402,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{17}
+	return file_daemon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -1399,7 +1553,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1565,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1578,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{18}
+	return file_daemon_proto_rawDescGZIP(), []int{20}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -1442,7 +1596,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1608,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1621,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{19}
+	return file_daemon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -1520,7 +1674,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1686,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1699,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{20}
+	return file_daemon_proto_rawDescGZIP(), []int{22}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -1563,7 +1717,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1729,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1742,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{21}
+	return file_daemon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -1641,7 +1795,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1807,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1820,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{22}
+	return file_daemon_proto_rawDescGZIP(), []int{24}
 }
 
 // GCResponse is fs.GCReport.
@@ -1683,7 +1837,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1849,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1862,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{23}
+	return file_daemon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -1756,7 +1910,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1922,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1935,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{24}
+	return file_daemon_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -1808,7 +1962,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1974,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1987,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{25}
+	return file_daemon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -1854,7 +2008,18 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"B\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"\x9e\x01\n" +
+	"\fAuditRequest\x12\x14\n" +
+	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x18\n" +
+	"\abackend\x18\x02 \x01(\tR\abackend\x12\x16\n" +
+	"\x06denied\x18\x03 \x01(\bR\x06denied\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06verify\x18\x05 \x01(\bR\x06verify\x12\x18\n" +
+	"\aanchors\x18\x06 \x03(\tR\aanchors\"S\n" +
+	"\rAuditResponse\x12!\n" +
+	"\frecords_json\x18\x01 \x03(\tR\vrecordsJson\x12\x1f\n" +
+	"\vreport_json\x18\x02 \x01(\tR\n" +
+	"reportJson\"B\n" +
 	"\x0eRestoreRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\"7\n" +
@@ -1867,7 +2032,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12-\n" +
 	"\x04exec\x18\x05 \x01(\v2\x19.computerfs.v1.ExecRecordR\x04exec\"\x0e\n" +
-	"\fExecsRequest\"\xbb\x02\n" +
+	"\fExecsRequest\"\xf7\x02\n" +
 	"\n" +
 	"ExecRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -1881,7 +2046,9 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05paths\x18\t \x03(\tR\x05paths\x12'\n" +
 	"\x0fpaths_truncated\x18\n" +
 	" \x01(\bR\x0epathsTruncated\x12$\n" +
-	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\"@\n" +
+	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\x12\x18\n" +
+	"\arunning\x18\f \x01(\bR\arunning\x12 \n" +
+	"\vinterrupted\x18\r \x01(\bR\vinterrupted\"@\n" +
 	"\rExecsResponse\x12/\n" +
 	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"\x92\x01\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
@@ -2013,7 +2180,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xb6\x05\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xfa\x05\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
@@ -2024,7 +2191,8 @@ const file_daemon_proto_rawDesc = "" +
 	"\bSnapshot\x12\x1e.computerfs.v1.SnapshotRequest\x1a\x1f.computerfs.v1.SnapshotResponse\x12G\n" +
 	"\aRestore\x12\x1d.computerfs.v1.RestoreRequest\x1a\x1d.computerfs.v1.RewindResponse\x12A\n" +
 	"\x04Undo\x12\x1a.computerfs.v1.UndoRequest\x1a\x1d.computerfs.v1.RewindResponse\x12B\n" +
-	"\x05Execs\x12\x1b.computerfs.v1.ExecsRequest\x1a\x1c.computerfs.v1.ExecsResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\x05Execs\x12\x1b.computerfs.v1.ExecsRequest\x1a\x1c.computerfs.v1.ExecsResponse\x12B\n" +
+	"\x05Audit\x12\x1b.computerfs.v1.AuditRequest\x1a\x1c.computerfs.v1.AuditResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -2038,70 +2206,74 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_daemon_proto_goTypes = []any{
-	(*RestoreRequest)(nil),   // 0: computerfs.v1.RestoreRequest
-	(*UndoRequest)(nil),      // 1: computerfs.v1.UndoRequest
-	(*RewindResponse)(nil),   // 2: computerfs.v1.RewindResponse
-	(*ExecsRequest)(nil),     // 3: computerfs.v1.ExecsRequest
-	(*ExecRecord)(nil),       // 4: computerfs.v1.ExecRecord
-	(*ExecsResponse)(nil),    // 5: computerfs.v1.ExecsResponse
-	(*SnapshotRequest)(nil),  // 6: computerfs.v1.SnapshotRequest
-	(*DiffEntry)(nil),        // 7: computerfs.v1.DiffEntry
-	(*SnapshotInfo)(nil),     // 8: computerfs.v1.SnapshotInfo
-	(*SnapshotResponse)(nil), // 9: computerfs.v1.SnapshotResponse
-	(*ScrubRequest)(nil),     // 10: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),    // 11: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),      // 12: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),       // 13: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),    // 14: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),           // 15: computerfs.v1.FuseOp
-	(*Commit)(nil),           // 16: computerfs.v1.Commit
-	(*StatusResponse)(nil),   // 17: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),     // 18: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),    // 19: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),      // 20: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),     // 21: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),        // 22: computerfs.v1.GCRequest
-	(*GCResponse)(nil),       // 23: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),     // 24: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),    // 25: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),      // 26: computerfs.v1.BackendInfo
+	(*AuditRequest)(nil),     // 0: computerfs.v1.AuditRequest
+	(*AuditResponse)(nil),    // 1: computerfs.v1.AuditResponse
+	(*RestoreRequest)(nil),   // 2: computerfs.v1.RestoreRequest
+	(*UndoRequest)(nil),      // 3: computerfs.v1.UndoRequest
+	(*RewindResponse)(nil),   // 4: computerfs.v1.RewindResponse
+	(*ExecsRequest)(nil),     // 5: computerfs.v1.ExecsRequest
+	(*ExecRecord)(nil),       // 6: computerfs.v1.ExecRecord
+	(*ExecsResponse)(nil),    // 7: computerfs.v1.ExecsResponse
+	(*SnapshotRequest)(nil),  // 8: computerfs.v1.SnapshotRequest
+	(*DiffEntry)(nil),        // 9: computerfs.v1.DiffEntry
+	(*SnapshotInfo)(nil),     // 10: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 11: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 12: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 13: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 14: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 15: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 16: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 17: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 18: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 19: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 20: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 21: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 22: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 23: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 24: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 25: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 26: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 27: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 28: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	4,  // 0: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
-	4,  // 1: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
-	8,  // 2: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
-	7,  // 3: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
-	12, // 4: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	13, // 5: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	16, // 6: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	15, // 7: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	26, // 8: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	13, // 9: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	13, // 10: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	14, // 11: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	18, // 12: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	20, // 13: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	22, // 14: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	24, // 15: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	10, // 16: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	6,  // 17: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
-	0,  // 18: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
-	1,  // 19: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
-	3,  // 20: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
-	17, // 21: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	19, // 22: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	21, // 23: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	23, // 24: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	25, // 25: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	11, // 26: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	9,  // 27: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
-	2,  // 28: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
-	2,  // 29: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
-	5,  // 30: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
-	21, // [21:31] is the sub-list for method output_type
-	11, // [11:21] is the sub-list for method input_type
+	6,  // 0: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
+	6,  // 1: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
+	10, // 2: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	9,  // 3: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
+	14, // 4: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	15, // 5: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	18, // 6: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	17, // 7: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	28, // 8: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	15, // 9: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	15, // 10: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	16, // 11: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	20, // 12: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	22, // 13: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	24, // 14: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	26, // 15: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	12, // 16: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	8,  // 17: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	2,  // 18: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
+	3,  // 19: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
+	5,  // 20: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
+	0,  // 21: computerfs.v1.Daemon.Audit:input_type -> computerfs.v1.AuditRequest
+	19, // 22: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	21, // 23: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	23, // 24: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	25, // 25: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	27, // 26: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	13, // 27: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	11, // 28: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	4,  // 29: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
+	4,  // 30: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
+	7,  // 31: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
+	1,  // 32: computerfs.v1.Daemon.Audit:output_type -> computerfs.v1.AuditResponse
+	22, // [22:33] is the sub-list for method output_type
+	11, // [11:22] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -2119,7 +2291,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

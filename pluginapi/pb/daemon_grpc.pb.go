@@ -35,6 +35,7 @@ const (
 	Daemon_Restore_FullMethodName  = "/computerfs.v1.Daemon/Restore"
 	Daemon_Undo_FullMethodName     = "/computerfs.v1.Daemon/Undo"
 	Daemon_Execs_FullMethodName    = "/computerfs.v1.Daemon/Execs"
+	Daemon_Audit_FullMethodName    = "/computerfs.v1.Daemon/Audit"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -72,6 +73,9 @@ type DaemonClient interface {
 	Undo(ctx context.Context, in *UndoRequest, opts ...grpc.CallOption) (*RewindResponse, error)
 	// Execs lists the execs the workspace keeps records of, oldest first.
 	Execs(ctx context.Context, in *ExecsRequest, opts ...grpc.CallOption) (*ExecsResponse, error)
+	// Audit queries the workspace's audit log (package audit), or with
+	// verify checks its chain; it commits what is pending first.
+	Audit(ctx context.Context, in *AuditRequest, opts ...grpc.CallOption) (*AuditResponse, error)
 }
 
 type daemonClient struct {
@@ -191,6 +195,16 @@ func (c *daemonClient) Execs(ctx context.Context, in *ExecsRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *daemonClient) Audit(ctx context.Context, in *AuditRequest, opts ...grpc.CallOption) (*AuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuditResponse)
+	err := c.cc.Invoke(ctx, Daemon_Audit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -226,6 +240,9 @@ type DaemonServer interface {
 	Undo(context.Context, *UndoRequest) (*RewindResponse, error)
 	// Execs lists the execs the workspace keeps records of, oldest first.
 	Execs(context.Context, *ExecsRequest) (*ExecsResponse, error)
+	// Audit queries the workspace's audit log (package audit), or with
+	// verify checks its chain; it commits what is pending first.
+	Audit(context.Context, *AuditRequest) (*AuditResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -265,6 +282,9 @@ func (UnimplementedDaemonServer) Undo(context.Context, *UndoRequest) (*RewindRes
 }
 func (UnimplementedDaemonServer) Execs(context.Context, *ExecsRequest) (*ExecsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Execs not implemented")
+}
+func (UnimplementedDaemonServer) Audit(context.Context, *AuditRequest) (*AuditResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Audit not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -460,6 +480,24 @@ func _Daemon_Execs_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Audit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Audit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Audit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Audit(ctx, req.(*AuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -502,6 +540,10 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Execs",
 			Handler:    _Daemon_Execs_Handler,
+		},
+		{
+			MethodName: "Audit",
+			Handler:    _Daemon_Audit_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -2170,9 +2170,11 @@ func (x *GrepLine) GetContext() bool {
 }
 
 type GrepFile struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Count         int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Count int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// The file's modification time as it was searched, in ns (0: not known).
+	MtimeNs       int64 `protobuf:"varint,3,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2217,6 +2219,13 @@ func (x *GrepFile) GetPath() string {
 func (x *GrepFile) GetCount() int32 {
 	if x != nil {
 		return x.Count
+	}
+	return 0
+}
+
+func (x *GrepFile) GetMtimeNs() int64 {
+	if x != nil {
+		return x.MtimeNs
 	}
 	return 0
 }
@@ -2998,10 +3007,11 @@ const file_workspace_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x18\n" +
-	"\acontext\x18\x04 \x01(\bR\acontext\"4\n" +
+	"\acontext\x18\x04 \x01(\bR\acontext\"O\n" +
 	"\bGrepFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"\xd3\x01\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x19\n" +
+	"\bmtime_ns\x18\x03 \x01(\x03R\amtimeNs\"\xd3\x01\n" +
 	"\fGrepResponse\x12*\n" +
 	"\x05error\x18\x01 \x01(\v2\x14.computerfs.v1.ErrorR\x05error\x12-\n" +
 	"\x05lines\x18\x02 \x03(\v2\x17.computerfs.v1.GrepLineR\x05lines\x12-\n" +

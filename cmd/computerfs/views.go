@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/workspace"
+)
+
+// policyViews are the daemon's policy views of the workspace: for each
+// backend that needs the mount and has path rules (the container), a
+// second FUSE mount of the same store under those rules, which the
+// backend binds instead of the plain mount (see fusefs/rules.go and
+// containerbackend/doc.go). Every mount tells the others of the changes
+// made through it, and the file API's changes reach them all: each is a
+// workspace.Notifier's target.
+type policyViews struct {
+	f          *fs.FS
+	allowOther bool
+	fsName     string
+	log        *slog.Logger
+
+	mu    sync.Mutex
+	main  *fusefs.Server            // the plain mount, once up
+	views map[string]*fusefs.Server // by backend
+	dir   string                    // holds their mountpoints
+}
+
+func newPolicyViews(f *fs.FS, allowOther bool, fsName string, log *slog.Logger) *policyViews {
+	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}}
+}
+
+// setMain records the plain mount, and whether other users may use it
+// (the views follow: the container's root needs allow_other).
+func (v *policyViews) setMain(s *fusefs.Server, allowOther bool) {
+	v.mu.Lock()
+	v.main, v.allowOther = s, allowOther
+	v.mu.Unlock()
+}
+
+// mount returns the mountpoint of backend id's view, mounting it the
+// first time (backends.Options.ViewMount).
+func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s, ok := v.views[id]; ok {
+		return s.Mountpoint(), nil
+	}
+	if v.dir == "" {
+		dir, err := os.MkdirTemp("", "computerfs-views-")
+		if err != nil {
+			return "", fmt.Errorf("policy views: %w", err)
+		}
+		v.dir = dir
+	}
+	mnt := filepath.Join(v.dir, id)
+	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("policy view of %s: %w", id, err)
+	}
+	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules,
+		Changed: func(parent fs.Ino, name string, ino fs.Ino) { v.tell(id, parent, name, ino) }})
+	if err != nil {
+		return "", fmt.Errorf("policy view of %s: %w", id, err)
+	}
+	v.views[id] = s
+	v.log.Info("policy view mounted", "backend", id, "mountpoint", mnt)
+	return mnt, nil
+}
+
+// tell passes a change made through mount from ("" for the plain one)
+// to every other mount.
+func (v *policyViews) tell(from string, parent fs.Ino, name string, ino fs.Ino) {
+	v.mu.Lock()
+	if len(v.views) == 0 {
+		v.mu.Unlock()
+		return // the plain mount's writes cost no more without views
+	}
+	targets := make([]*fusefs.Server, 0, len(v.views)+1)
+	if from != "" && v.main != nil {
+		targets = append(targets, v.main)
+	}
+	for id, s := range v.views {
+		if id != from {
+			targets = append(targets, s)
+		}
+	}
+	v.mu.Unlock()
+	for _, s := range targets {
+		s.Invalidate(parent, name, ino)
+	}
+}
+
+// fromMain is the plain mount's fusefs.Options.Changed.
+func (v *policyViews) fromMain(parent fs.Ino, name string, ino fs.Ino) { v.tell("", parent, name, ino) }
+
+// Invalidate tells every mount of a change made through the file API.
+func (v *policyViews) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
+	v.mu.Lock()
+	main := v.main
+	v.mu.Unlock()
+	if main != nil {
+		main.Invalidate(parent, name, ino)
+	}
+	v.tell("", parent, name, ino)
+}
+
+// close unmounts the views (after the backends that bind them stopped).
+func (v *policyViews) close(ctx context.Context) {
+	v.mu.Lock()
+	views := v.views
+	v.views = map[string]*fusefs.Server{}
+	dir := v.dir
+	v.mu.Unlock()
+	for id, s := range views {
+		if err := s.Shutdown(ctx); err != nil {
+			v.log.Error("unmount a policy view", "backend", id, "err", err)
+		}
+	}
+	if dir != "" {
+		for id := range views {
+			os.Remove(filepath.Join(dir, id))
+		}
+		os.Remove(dir)
+	}
+}
