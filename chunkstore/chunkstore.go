@@ -881,19 +881,22 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // seals verified on every read and made on every write (package sealed).
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
 func (t *Tx) Sealed(name []byte) sealed.Bucket {
+	b := sealed.InAt(t.Tx, name, t.epoch)
+	if !t.Writable() {
+		return b // reads: no watcher, no cursor to make
+	}
 	id := versions.ID(name)
-	if id != 0 && int(id) < len(t.watched) && t.Writable() {
+	if id != 0 && int(id) < len(t.watched) {
 		if w := &t.watched[id]; w.b.Exists() && w.epoch == t.epoch && w.rec == t.rec {
 			return w.b
 		}
 	}
-	b := sealed.InAt(t.Tx, name, t.epoch)
 	if t.rec != nil {
 		b = b.WithRecorder(t.rec)
 	}
 	if id != 0 {
 		b = b.WithWatcher(&t.root)
-		if int(id) < len(t.watched) && t.Writable() && b.Exists() {
+		if int(id) < len(t.watched) && b.Exists() {
 			t.watched[id] = watchedBucket{b: b, epoch: t.epoch, rec: t.rec}
 		}
 	}
