@@ -736,8 +736,9 @@ type Tx struct {
 	// watched are the versioned buckets as Sealed gave them, by id,
 	// kept while epoch and rec stay: each holds the cursor that finds
 	// old values for the root (made once per transaction, not per
-	// write).
-	watched [8]watchedBucket
+	// write). Made at the first write: a Tx is allocated per
+	// transaction, reads included.
+	watched *[8]watchedBucket
 }
 
 type watchedBucket struct {
@@ -886,7 +887,7 @@ func (t *Tx) Sealed(name []byte) sealed.Bucket {
 		return b // reads: no watcher, no cursor to make
 	}
 	id := versions.ID(name)
-	if id != 0 && int(id) < len(t.watched) {
+	if id != 0 && t.watched != nil && int(id) < len(t.watched) {
 		if w := &t.watched[id]; w.b.Exists() && w.epoch == t.epoch && w.rec == t.rec {
 			return w.b
 		}
@@ -896,6 +897,9 @@ func (t *Tx) Sealed(name []byte) sealed.Bucket {
 	}
 	if id != 0 {
 		b = b.WithWatcher(&t.root)
+		if t.watched == nil {
+			t.watched = new([8]watchedBucket)
+		}
 		if int(id) < len(t.watched) && b.Exists() {
 			t.watched[id] = watchedBucket{b: b, epoch: t.epoch, rec: t.rec}
 		}
