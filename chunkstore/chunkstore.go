@@ -42,7 +42,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 5
+const FormatVersion = 6
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -379,6 +379,19 @@ var migrations = map[uint32]func(tx *bolt.Tx) error{
 	2: migrateSealRecords,
 	3: migrateBirthEpochs,
 	4: migrateCompactEnvelopes,
+	5: migrateRoot,
+}
+
+// migrateRoot stores the root identifier of a format 5 store's records
+// (versions.Root, meta/root): one walk of the versioned buckets. From
+// format 6 every commit keeps it; the bump keeps binaries that would not
+// (format 5's) from committing to a store that has one.
+func migrateRoot(tx *bolt.Tx) error {
+	root, _, err := versions.ComputeRoot(tx)
+	if err != nil {
+		return err
+	}
+	return sealed.In(tx, bucketMeta).Put(versions.KeyRoot, root[:])
 }
 
 // migrateCompactEnvelopes reseals every sealed record of a format 4
@@ -671,7 +684,12 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // Update runs fn in a read-write transaction that is fsync'd on commit.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.guard(s.db.Update, fn)
+	return s.guard(s.db.Update, func(tx *Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.storeRoot()
+	})
 }
 
 // View runs fn in a read-only transaction.
@@ -711,6 +729,73 @@ type Tx struct {
 	s     *Store
 	epoch uint64          // the birth epoch of the records it writes (SetEpoch)
 	rec   sealed.Recorder // sees the versions it replaces (SetRecorder)
+	// root is the change of the root identifier (versions.Root) that
+	// the versioned buckets' writes through Sealed make; Update adds it
+	// to meta/root before it commits.
+	root versions.RootDelta
+	// watched are the versioned buckets as Sealed gave them, by id,
+	// kept while epoch and rec stay: each holds the cursor that finds
+	// old values for the root (made once per transaction, not per
+	// write). Made at the first write: a Tx is allocated per
+	// transaction, reads included.
+	watched *[8]watchedBucket
+}
+
+type watchedBucket struct {
+	b     sealed.Bucket
+	epoch uint64
+	rec   sealed.Recorder
+}
+
+// Root is the root identifier of the versioned records as this
+// transaction has them now: the stored root plus the changes made so
+// far. ok is false if the store has none stored yet (see SetRoot).
+func (t *Tx) Root() (root versions.Root, ok bool, err error) {
+	root, ok, err = versions.StoredRoot(t.Tx, bucketMeta)
+	if err != nil || !ok {
+		return versions.Root{}, false, err
+	}
+	return t.root.Apply(root), true, nil
+}
+
+// SetRoot stores root as the root identifier of the records as they are
+// now in this transaction (computed by versions.ComputeRoot): the
+// changes seen so far are in it.
+func (t *Tx) SetRoot(root versions.Root) error {
+	t.root.Reset()
+	return t.Sealed(bucketMeta).Put(versions.KeyRoot, root[:])
+}
+
+// RootLost is how many old versions this transaction's writes could not
+// count out of the root (damaged records): the stored root no longer
+// matches the records after such a write, which fsck reports.
+func (t *Tx) RootLost() int { return t.root.Lost }
+
+// storeRoot adds the transaction's root changes to meta/root: one key,
+// written only if a versioned record changed. A store without a root
+// keeps none: it is computed whole when fs opens it.
+func (t *Tx) storeRoot() error {
+	if t.root.Changes() == 0 {
+		return nil
+	}
+	if t.root.Lost > 0 {
+		t.s.log.Error("root identifier no longer matches the records: a damaged record was replaced or deleted; fsck --repair recomputes it", "store", t.s.path, "records", t.root.Lost)
+	}
+	root, ok, err := t.Root()
+	if errors.Is(err, sealed.ErrDamaged) {
+		// Left as it is for fsck to report and repair: failing every
+		// commit for it would make the workspace read-only.
+		t.s.log.Error("damaged root identifier", "store", t.s.path, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("root identifier: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	t.root.Reset()
+	return t.Sealed(bucketMeta).Put(versions.KeyRoot, root[:])
 }
 
 // SetRecorder has rec see every version of a record that Sealed buckets
@@ -798,8 +883,26 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
 func (t *Tx) Sealed(name []byte) sealed.Bucket {
 	b := sealed.InAt(t.Tx, name, t.epoch)
+	if !t.Writable() {
+		return b // reads: no watcher, no cursor to make
+	}
+	id := versions.ID(name)
+	if id != 0 && t.watched != nil && int(id) < len(t.watched) {
+		if w := &t.watched[id]; w.b.Exists() && w.epoch == t.epoch && w.rec == t.rec {
+			return w.b
+		}
+	}
 	if t.rec != nil {
 		b = b.WithRecorder(t.rec)
+	}
+	if id != 0 {
+		b = b.WithWatcher(&t.root)
+		if t.watched == nil {
+			t.watched = new([8]watchedBucket)
+		}
+		if int(id) < len(t.watched) && b.Exists() {
+			t.watched[id] = watchedBucket{b: b, epoch: t.epoch, rec: t.rec}
+		}
 	}
 	return b
 }

@@ -562,6 +562,9 @@ func (c *checker) run() error {
 	if err := c.checkAudit(); err != nil {
 		return err
 	}
+	if err := c.checkRoot(); err != nil {
+		return err
+	}
 	if c.repair && len(c.rep.Repaired) > 0 {
 		if err := c.tx.RecomputeStats(); err != nil {
 			return err
@@ -579,6 +582,39 @@ func (c *checker) run() error {
 		}
 	}
 	c.rep.Chunks = st
+	return nil
+}
+
+// checkRoot recomputes the root identifier from the records (after the
+// repairs above, which count in the stored one as they write) and
+// compares it with the stored one; repair stores the computed one. A
+// store that has none yet (older, upgraded, never opened by fs since) is
+// not damaged: repair stores it, a check says nothing.
+func (c *checker) checkRoot() error {
+	want, _, err := versions.ComputeRoot(c.tx.Tx)
+	if err != nil {
+		return err
+	}
+	have, ok, err := c.tx.Root()
+	switch {
+	case err != nil:
+		c.problem("root identifier: %v", err)
+	case !ok:
+		if c.repair {
+			return c.tx.SetRoot(want)
+		}
+		return nil
+	case have == want:
+		return nil
+	default:
+		c.problem("root identifier is %s, but the records sum to %s", have, want)
+	}
+	if c.repair {
+		if err := c.tx.SetRoot(want); err != nil {
+			return err
+		}
+		c.fixed("stored the root identifier the records sum to, %s", want)
+	}
 	return nil
 }
 

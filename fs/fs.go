@@ -344,6 +344,9 @@ func (f *FS) load(opts Options) error {
 				f.log.Warn("execs were interrupted by the workspace's close; their changes up to it can be undone", "count", n)
 			}
 		}
+		if err := ensureRoot(tx, f.log); err != nil {
+			return err
+		}
 		st, err := tx.Stats()
 		if err != nil {
 			return err
@@ -351,6 +354,31 @@ func (f *FS) load(opts Options) error {
 		f.used = st.UniqueBytes
 		return nil
 	})
+}
+
+// ensureRoot computes the root identifier of a store that has none (a
+// new store, or one older than roots, upgraded): one walk of the
+// versioned records, once. From then on every commit keeps it (see
+// chunkstore.Tx.Root). A damaged stored root is left for fsck.
+func ensureRoot(tx *chunkstore.Tx, log *slog.Logger) error {
+	if _, ok, err := tx.Root(); err != nil || ok {
+		if err != nil {
+			log.Error("damaged root identifier: run computerfs fsck --repair", "err", err)
+		}
+		return nil
+	}
+	start := time.Now()
+	root, damaged, err := versions.ComputeRoot(tx.Tx)
+	if err != nil {
+		return fmt.Errorf("compute the root identifier: %w", err)
+	}
+	if damaged > 0 {
+		log.Error("root identifier computed without damaged records: run computerfs fsck", "damaged", damaged)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		log.Info("computed the root identifier", "root", root.String(), "seconds", d.Seconds())
+	}
+	return tx.SetRoot(root)
 }
 
 // deleteInode removes an inode and everything keyed by it, collecting its

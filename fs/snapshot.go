@@ -18,6 +18,10 @@ type Snapshot struct {
 	Name    string
 	Epoch   uint64
 	Created int64 // nanoseconds since the epoch
+	// Root is the root identifier of the workspace's records at Epoch
+	// (versions.Root; SNAPSHOTS.md): zero for a snapshot taken before
+	// roots were kept.
+	Root versions.Root
 }
 
 // ErrSnapshotExists and ErrNoSnapshot are returned for names taken or
@@ -27,9 +31,15 @@ var (
 	ErrNoSnapshot     = fmt.Errorf("no such snapshot: %w", syscall.ENOENT)
 )
 
+// encodeSnapshot is epoch(8) ‖ created(8) ‖ root(32); a record from
+// before roots, or of a store that had none, stops after created.
 func encodeSnapshot(s Snapshot) []byte {
-	b := binary.BigEndian.AppendUint64(nil, s.Epoch)
-	return binary.BigEndian.AppendUint64(b, uint64(s.Created))
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 48), s.Epoch)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Created))
+	if !s.Root.IsZero() {
+		b = append(b, s.Root[:]...)
+	}
+	return b
 }
 
 func decodeSnapshot(name string, b []byte) (Snapshot, error) {
@@ -37,10 +47,12 @@ func decodeSnapshot(name string, b []byte) (Snapshot, error) {
 		// An exec checkpoint's record (checkpoint.go), never a snapshot's.
 		return Snapshot{}, fmt.Errorf("snapshot %q: %w", name, ErrNoSnapshot)
 	}
-	if len(b) != 16 {
+	if len(b) != 16 && len(b) != 16+len(versions.Root{}) {
 		return Snapshot{}, fmt.Errorf("snapshot %q: %w: %d bytes", name, errBadRecord, len(b))
 	}
-	return Snapshot{Name: name, Epoch: binary.BigEndian.Uint64(b), Created: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+	s := Snapshot{Name: name, Epoch: binary.BigEndian.Uint64(b), Created: int64(binary.BigEndian.Uint64(b[8:]))}
+	copy(s.Root[:], b[16:])
+	return s, nil
 }
 
 func checkSnapshotName(name string) error {
@@ -74,7 +86,11 @@ func (f *FS) CreateSnapshot(ctx context.Context, name string) (Snapshot, error) 
 			return err
 		}
 		epoch, _ := u64(v)
-		snap = Snapshot{Name: name, Epoch: epoch, Created: time.Now().UnixNano()}
+		root, _, err := tx.Root()
+		if err != nil {
+			return err
+		}
+		snap = Snapshot{Name: name, Epoch: epoch, Created: time.Now().UnixNano(), Root: root}
 		if err := b.Put([]byte(name), encodeSnapshot(snap)); err != nil {
 			return err
 		}
@@ -349,4 +365,26 @@ func DeleteSnapshot(store *chunkstore.Store, name string) (*DeleteSnapshotReport
 		return err
 	})
 	return rep, err
+}
+
+// Root is the root identifier of the workspace (SNAPSHOTS.md, "Root
+// identifier") once what is pending is committed: two workspaces, or
+// one at two times, whose records are the same have the same root.
+func (f *FS) Root(ctx context.Context) (versions.Root, error) {
+	if err := f.Sync(ctx); err != nil {
+		return versions.Root{}, fmt.Errorf("root: commit what is pending: %w", err)
+	}
+	return StoreRoot(f.store)
+}
+
+// StoreRoot is the root identifier stored in a store, open or not: zero
+// if it has none yet (a store older than roots, until fs opens it).
+func StoreRoot(store *chunkstore.Store) (versions.Root, error) {
+	var root versions.Root
+	err := store.View(func(tx *chunkstore.Tx) error {
+		var err error
+		root, _, err = tx.Root()
+		return err
+	})
+	return root, err
 }

@@ -211,6 +211,11 @@ func TestUpgradeFormat2Fixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// fsck compares the stored root with the records' own sum:
+		// the upgrade must have stored one.
+		if r, err := StoreRoot(st); err != nil || r.IsZero() {
+			t.Errorf("root after the upgrade (round %d): %s %v", round, r, err)
+		}
 		rep, err := Check(st, false)
 		st.Close()
 		if err != nil || !rep.Clean() {
@@ -342,6 +347,11 @@ func TestUpgradeFromFormat4(t *testing.T) {
 		st, err := chunkstore.Open(path, chunkstore.Options{ReadOnly: true, Logger: quietLog()})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// fsck compares the stored root with the records' own sum:
+		// the upgrade must have stored one.
+		if r, err := StoreRoot(st); err != nil || r.IsZero() {
+			t.Errorf("root after the upgrade (round %d): %s %v", round, r, err)
 		}
 		rep, err := Check(st, false)
 		st.Close()

@@ -2,11 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +36,18 @@ type Snapshot struct {
 	Name    string    `json:"name"`
 	Epoch   uint64    `json:"commit"` // the commit it is the state after
 	Created time.Time `json:"created"`
+	// Root is the root identifier in hex: two states with the same root
+	// hold the same records. Empty for a snapshot from before roots.
+	Root string `json:"root,omitempty"`
+}
+
+// snapshotOf is a snapshot as the daemon describes it.
+func snapshotOf(s *pb.SnapshotInfo) Snapshot {
+	out := Snapshot{Name: s.Name, Epoch: s.Epoch, Created: time.Unix(0, s.CreatedUnixNs)}
+	if len(s.Root) > 0 {
+		out.Root = hex.EncodeToString(s.Root)
+	}
+	return out
 }
 
 // DiffEntry is one path that differs between two states.
@@ -60,7 +74,7 @@ func (d daemonSnapshots) Create(ctx context.Context, name string) (Snapshot, err
 		return Snapshot{}, fmt.Errorf("the daemon answered a create with %d snapshots", len(r.Snapshots))
 	}
 	s := r.Snapshots[0]
-	return Snapshot{Name: s.Name, Epoch: s.Epoch, Created: time.Unix(0, s.CreatedUnixNs)}, nil
+	return snapshotOf(s), nil
 }
 
 func (d daemonSnapshots) List(ctx context.Context) ([]Snapshot, error) {
@@ -70,7 +84,7 @@ func (d daemonSnapshots) List(ctx context.Context) ([]Snapshot, error) {
 	}
 	out := []Snapshot{}
 	for _, s := range r.Snapshots {
-		out = append(out, Snapshot{Name: s.Name, Epoch: s.Epoch, Created: time.Unix(0, s.CreatedUnixNs)})
+		out = append(out, snapshotOf(s))
 	}
 	return out, nil
 }

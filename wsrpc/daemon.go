@@ -301,7 +301,11 @@ func (s *DaemonServer) Scrub(req *pb.ScrubRequest, stream pb.Daemon_ScrubServer)
 // Snapshot creates, lists or deletes snapshots of the daemon's store.
 func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
 	info := func(sn fs.Snapshot) *pb.SnapshotInfo {
-		return &pb.SnapshotInfo{Name: valid(sn.Name), Epoch: sn.Epoch, CreatedUnixNs: sn.Created}
+		si := &pb.SnapshotInfo{Name: valid(sn.Name), Epoch: sn.Epoch, CreatedUnixNs: sn.Created}
+		if !sn.Root.IsZero() {
+			si.Root = sn.Root[:]
+		}
+		return si
 	}
 	switch req.Op {
 	case "create":

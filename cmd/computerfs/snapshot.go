@@ -10,6 +10,7 @@ import (
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/pluginapi/pb"
 )
 
 // cmdSnapshot is computerfs snapshot create|list|rm|restore|diff WS [NAME [OTHER]]:
@@ -58,7 +59,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			s := r.Snapshots[0]
-			sn = fs.Snapshot{Name: s.Name, Epoch: s.Epoch, Created: s.CreatedUnixNs}
+			sn = snapshotOf(s)
 		} else {
 			f, err := fs.Open(ws, fs.Options{Logger: e.log})
 			if err != nil {
@@ -75,7 +76,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 		if asJSON {
 			printJSON(e, snapshotJSON(sn))
 		} else {
-			fmt.Fprintf(e.stdout, "snapshot %s: commit %d\n", sn.Name, sn.Epoch)
+			fmt.Fprintf(e.stdout, "snapshot %s: commit %d, root %s\n", sn.Name, sn.Epoch, sn.Root)
 		}
 	case "list":
 		var list []fs.Snapshot
@@ -85,7 +86,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 			for _, s := range r.Snapshots {
-				list = append(list, fs.Snapshot{Name: s.Name, Epoch: s.Epoch, Created: s.CreatedUnixNs})
+				list = append(list, snapshotOf(s))
 			}
 		} else {
 			st, err := chunkstore.Open(ws, chunkstore.Options{Logger: e.log, MustExist: true, ReadOnly: true})
@@ -107,7 +108,11 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 			return nil
 		}
 		for _, s := range list {
-			fmt.Fprintf(e.stdout, "%-24s commit %-8d %s\n", s.Name, s.Epoch, time.Unix(0, s.Created).Format(time.RFC3339))
+			root := "-" // taken before roots
+			if !s.Root.IsZero() {
+				root = s.Root.String()
+			}
+			fmt.Fprintf(e.stdout, "%-24s commit %-8d %s root %s\n", s.Name, s.Epoch, time.Unix(0, s.Created).Format(time.RFC3339), root)
 		}
 	case "rm":
 		var versions, chunks int64
@@ -211,6 +216,19 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// snapshotJSON is a snapshot for machines: "root" is its root identifier
+// in hex (absent for a snapshot from before roots).
 func snapshotJSON(s fs.Snapshot) map[string]any {
-	return map[string]any{"name": s.Name, "epoch": s.Epoch, "created": time.Unix(0, s.Created).UTC().Format(time.RFC3339Nano)}
+	m := map[string]any{"name": s.Name, "epoch": s.Epoch, "created": time.Unix(0, s.Created).UTC().Format(time.RFC3339Nano)}
+	if !s.Root.IsZero() {
+		m["root"] = s.Root.String()
+	}
+	return m
+}
+
+// snapshotOf is a snapshot as the daemon describes it.
+func snapshotOf(s *pb.SnapshotInfo) fs.Snapshot {
+	sn := fs.Snapshot{Name: s.Name, Epoch: s.Epoch, Created: s.CreatedUnixNs}
+	copy(sn.Root[:], s.Root) // none, or 32 bytes
+	return sn
 }

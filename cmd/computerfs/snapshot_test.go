@@ -35,9 +35,13 @@ func TestSnapshotCLI(t *testing.T) {
 	os.WriteFile(filepath.Join(mnt, "junk"), []byte("junk"), 0o644)
 	os.WriteFile(filepath.Join(mnt, "latin1.txt"), []byte("caf\xe9\n"), 0o644) // a text, not UTF-8
 	r := cli(t, home, "snapshot", "list", "--json", ws)
-	var list []struct{ Name string }
+	var list []struct{ Name, Root string }
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[0].Name != "live" || list[1].Name != "offline" {
 		t.Fatalf("list through the daemon: %v %v", list, r)
+	}
+	// Nothing changed between the two snapshots: the same root.
+	if len(list[0].Root) != 64 || list[0].Root != list[1].Root {
+		t.Errorf("roots: %+v", list)
 	}
 	// What the agent changed, through the daemon.
 	r = cli(t, home, "snapshot", "diff", mnt, "live")

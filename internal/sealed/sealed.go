@@ -241,6 +241,12 @@ type Bucket struct {
 	name  []byte
 	epoch uint64   // the birth epoch Put gives values
 	rec   Recorder // sees every version replaced or deleted; nil: none
+	watch Watcher  // sees every change, old and new; nil: none
+	// look finds the old value of a change: one cursor reused (bbolt's
+	// Get makes one per call, with its own allocations). Set by
+	// WithWatcher; repositioned by every Seek, so that writes between
+	// uses do not matter.
+	look *bolt.Cursor
 }
 
 // A Recorder keeps the versions that snapshots still need (see
@@ -258,16 +264,54 @@ func (b Bucket) WithRecorder(r Recorder) Bucket {
 	return b
 }
 
-// change tells the recorder, if any, of a change to key.
-func (b Bucket) change(key []byte, deleted bool) (bool, error) {
-	if b.rec == nil || b.b == nil {
+// A Watcher sees every change of a bucket's values, after its Recorder:
+// old is the sealed envelope replaced or deleted (nil if none), val the
+// new value without its envelope (nil for a delete). It keeps a sum of
+// the values (package versions' root), so it cannot fail: a damaged old
+// value is its to count.
+type Watcher interface {
+	Watch(bucket, key, old, val []byte, deleted bool)
+}
+
+// WithWatcher returns b with every Put and Delete shown to w. Keep the
+// Bucket it returns for every write of a transaction rather than
+// making one per write: it holds a cursor of its own.
+func (b Bucket) WithWatcher(w Watcher) Bucket {
+	b.watch = w
+	if b.b != nil && b.look == nil {
+		b.look = b.b.Cursor()
+	}
+	return b
+}
+
+// change tells the recorder and the watcher, if any, of a change to key
+// (to val, or a delete).
+func (b Bucket) change(key, val []byte, deleted bool) (bool, error) {
+	if b.rec == nil && b.watch == nil || b.b == nil {
 		return false, nil
 	}
-	old := b.b.Get(key)
+	var old []byte
+	if b.look != nil {
+		if k, v := b.look.Seek(key); bytes.Equal(k, key) {
+			old = v // nil for a nested bucket, as Get says
+		}
+	} else {
+		old = b.b.Get(key)
+	}
 	if old == nil && deleted {
 		return false, nil
 	}
-	return b.rec.Change(b.name, key, old, deleted)
+	kept := false
+	if b.rec != nil {
+		var err error
+		if kept, err = b.rec.Change(b.name, key, old, deleted); err != nil {
+			return false, err
+		}
+	}
+	if b.watch != nil {
+		b.watch.Watch(b.name, key, old, val, deleted)
+	}
+	return kept, nil
 }
 
 // ErrNoBucket is returned by writes to a bucket the transaction lacks.
@@ -322,7 +366,7 @@ func (b Bucket) Put(key, val []byte) error {
 	if b.b == nil {
 		return fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
 	}
-	if _, err := b.change(key, false); err != nil {
+	if _, err := b.change(key, val, false); err != nil {
 		return err
 	}
 	out := make([]byte, 0, len(val)+Size)
@@ -335,7 +379,7 @@ func (b Bucket) PutKept(key, val []byte) (kept bool, err error) {
 	if b.b == nil {
 		return false, fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
 	}
-	if kept, err = b.change(key, false); err != nil {
+	if kept, err = b.change(key, val, false); err != nil {
 		return false, err
 	}
 	out := make([]byte, 0, len(val)+Size)
@@ -348,14 +392,15 @@ func (b Bucket) DeleteKept(key []byte) (kept bool, err error) {
 	if b.b == nil {
 		return false, nil
 	}
-	if kept, err = b.change(key, true); err != nil {
+	if kept, err = b.change(key, nil, true); err != nil {
 		return false, err
 	}
 	return kept, b.b.Delete(key)
 }
 
 // PutSealed stores a value already sealed with Append for this bucket
-// and key (no copy).
+// and key (no copy). It shows neither recorder nor watcher the change:
+// for buckets that have none.
 func (b Bucket) PutSealed(key, sealed []byte) error {
 	if b.b == nil {
 		return fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
@@ -515,6 +560,9 @@ func (c *Cursor) DeleteKept() (bool, error) {
 		if kept, err = c.b.rec.Change(c.name, c.k, c.v, true); err != nil {
 			return false, err
 		}
+	}
+	if c.b.watch != nil && c.k != nil {
+		c.b.watch.Watch(c.name, c.k, c.v, nil, true)
 	}
 	return kept, c.c.Delete()
 }

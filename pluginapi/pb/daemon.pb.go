@@ -751,6 +751,7 @@ type SnapshotInfo struct {
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // the commit it is the state after
 	CreatedUnixNs int64                  `protobuf:"varint,3,opt,name=created_unix_ns,json=createdUnixNs,proto3" json:"created_unix_ns,omitempty"`
+	Root          []byte                 `protobuf:"bytes,4,opt,name=root,proto3" json:"root,omitempty"` // the root identifier (32 bytes); empty for a snapshot from before roots
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +805,13 @@ func (x *SnapshotInfo) GetCreatedUnixNs() int64 {
 		return x.CreatedUnixNs
 	}
 	return 0
+}
+
+func (x *SnapshotInfo) GetRoot() []byte {
+	if x != nil {
+		return x.Root
+	}
+	return nil
 }
 
 type SnapshotResponse struct {
@@ -2057,11 +2065,12 @@ const file_daemon_proto_rawDesc = "" +
 	"\bold_size\x18\x05 \x01(\x04R\aoldSize\x12\x12\n" +
 	"\x04size\x18\x06 \x01(\x04R\x04size\x12\x10\n" +
 	"\x03ino\x18\a \x01(\x04R\x03ino\x12\x14\n" +
-	"\x05patch\x18\b \x01(\fR\x05patch\"`\n" +
+	"\x05patch\x18\b \x01(\fR\x05patch\"t\n" +
 	"\fSnapshotInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
-	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\"\xcf\x01\n" +
+	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\x12\x12\n" +
+	"\x04root\x18\x04 \x01(\fR\x04root\"\xcf\x01\n" +
 	"\x10SnapshotResponse\x129\n" +
 	"\tsnapshots\x18\x01 \x03(\v2\x1b.computerfs.v1.SnapshotInfoR\tsnapshots\x12)\n" +
 	"\x10versions_dropped\x18\x02 \x01(\x03R\x0fversionsDropped\x12'\n" +
