@@ -290,6 +290,16 @@ func (p *mountProc) kill(t *testing.T) {
 		}
 	}
 	detach(t, p.mnt)
+	// A killed daemon leaves its policy views mounted too (their source
+	// is the mountpoint's path and the backend's view).
+	abs, _ := filepath.Abs(p.mnt)
+	if entries, err := mountinfo.Read("/proc/self/mountinfo"); err == nil {
+		for _, e := range entries {
+			if e.FSType == "fuse.computerfs" && strings.HasPrefix(e.Source, abs+" (") {
+				detach(t, e.Point)
+			}
+		}
+	}
 }
 
 // wait waits for the process to exit and returns its exit code.
