@@ -182,7 +182,7 @@ func (v *viewPaths) nodeVerdict(node uint64) workspace.Verdict {
 	return out
 }
 
-// lookupStatus is what a lookup of a denied name answers: nothing there.
+// denyLookup is what a lookup of a denied name answers: nothing there.
 func denyLookup(out *fuse.EntryOut, r *rawFS) fuse.Status {
 	out.NodeId = 0
 	out.SetEntryTimeout(r.opts.NegativeTimeout)
@@ -192,29 +192,25 @@ func denyLookup(out *fuse.EntryOut, r *rawFS) fuse.Status {
 // createStatus says whether the view lets name be made in dir: a denied
 // name is EACCES, a read-only one EROFS.
 func (r *rawFS) createStatus(dir uint64, name string) (string, fuse.Status) {
-	if r.view == nil {
-		return "", fuse.OK
-	}
-	p := r.view.child(dir, name)
-	switch r.view.verdict(p) {
-	case workspace.Deny:
-		return p, fuse.EACCES
-	case workspace.ReadOnly:
-		return p, fuse.EROFS
-	}
-	return p, fuse.OK
+	return r.nameStatus(dir, name, fuse.EACCES)
 }
 
 // removeStatus says whether name in dir may go (or be replaced): absent
 // when denied, EROFS when read-only.
 func (r *rawFS) removeStatus(dir uint64, name string) (string, fuse.Status) {
+	return r.nameStatus(dir, name, fuse.ENOENT)
+}
+
+// nameStatus is the view's verdict on name in dir as a status: denied
+// for a denied path, EROFS for a read-only one.
+func (r *rawFS) nameStatus(dir uint64, name string, denied fuse.Status) (string, fuse.Status) {
 	if r.view == nil {
 		return "", fuse.OK
 	}
 	p := r.view.child(dir, name)
 	switch r.view.verdict(p) {
 	case workspace.Deny:
-		return p, fuse.ENOENT
+		return p, denied
 	case workspace.ReadOnly:
 		return p, fuse.EROFS
 	}
