@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -17,32 +16,9 @@ import (
 // [--denied] [-n N] [--json], or --verify [--anchor SEQ:HASH]..., or
 // --head: the workspace's audit log (package audit), through its daemon
 // or on the store when none serves it.
-func cmdAudit(ctx context.Context, e *env, args []string) error {
-	var ws string
-	var q audit.Query
-	var asJSON, verify, head bool
-	var anchors []audit.Head
-	fl, err := parse(e, "audit", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store (or its mountpoint)")
-		fl.Uint64Var(&q.Since, "since", 0, "only records after this sequence number")
-		fl.StringVar(&q.Backend, "backend", "", "only this backend's records")
-		fl.BoolVar(&q.Denied, "denied", false, "only denied verdicts")
-		fl.IntVar(&q.Limit, "n", 0, "only the last N records (0: all)")
-		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
-		fl.BoolVar(&verify, "verify", false, "check the chain: exit 3 naming every edit, deletion or truncation found")
-		fl.Func("anchor", "with --verify: a head printed earlier by --head (SEQ:HASH), kept outside the workspace; repeatable", func(s string) error {
-			h, err := audit.ParseHead(s)
-			anchors = append(anchors, h)
-			return err
-		})
-		fl.BoolVar(&head, "head", false, "verify, then print the last record's SEQ:HASH, an anchor to keep elsewhere")
-	})
-	if err != nil {
-		return err
-	}
-	if err := needArgs(fl, 0, 0); err != nil {
-		return err
-	}
+func runAudit(ctx context.Context, e *env, o auditOptions, args []string) error {
+	ws, q, asJSON, verify, head, anchors := o.ws, o.query, o.json, o.verify, o.head, o.anchors
+	var err error
 	if verify || head {
 		var rep *audit.Report
 		err := onWorkspace(ctx, e, ws, func(d *wsrpc.DaemonClient) error {

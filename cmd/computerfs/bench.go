@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,7 @@ type listFlag struct {
 }
 
 func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+func (l *listFlag) Type() string   { return "string" }
 
 func (l *listFlag) Set(s string) error {
 	if !l.split {
@@ -37,52 +37,12 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
-func cmdBench(ctx context.Context, e *env, args []string) error {
-	defaults := bench.DefaultScenarioParams()
-	var (
-		runs                                       int
-		only, jsonPath, svgPath                    string
-		targetsList, baseline, scratch             string
-		list, withFio, all, inContainer, keepDirty bool
-		scale                                      float64
-		files                                      int
-		bytesStr                                   string
-		extra, jobs                                listFlag
-		scenarios                                  = listFlag{split: true}
-		scenarioNames                              []string
-		memLimit                                   string
-	)
-	for _, s := range bench.Scenarios() {
-		scenarioNames = append(scenarioNames, s.Name)
-	}
-	fl, err := parse(e, "bench", args, func(fl *flag.FlagSet) {
-		fl.IntVar(&runs, "runs", 5, "counted runs of each workload on each target, after one warm-up round")
-		fl.StringVar(&only, "only", "", "run only the workloads whose names match this regular expression")
-		fl.BoolVar(&list, "list", false, "list the workloads, job files and scenarios, then exit")
-		fl.StringVar(&jsonPath, "json", "", "also write the full report, every sample included, as JSON to this file")
-		fl.StringVar(&svgPath, "svg", "", "also write a bar chart of the ratios to the baseline as SVG to this file")
-		fl.Var(&extra, "target", "add a target directory, as NAME=DIR (repeatable)")
-		fl.StringVar(&targetsList, "targets", strings.Join(bench.DefaultTargets(), ","), "the built-in targets to use, comma-separated (computerfs, ext4, tmpfs)")
-		fl.StringVar(&baseline, "baseline", bench.TargetExt4, "the target that ratios are relative to")
-		fl.StringVar(&scratch, "scratch", "", "directory for inputs, the ext4 target and the computerfs store (default: an ext4 temp directory)")
-		fl.Var(&jobs, "job", "also run this fio job file (repeatable); bench/jobs/*.fio are built in")
-		fl.BoolVar(&withFio, "fio", false, "also run every job file through the real fio (if installed) and show its numbers beside ours")
-		fl.Var(&scenarios, "scenario", "run this scale scenario ("+strings.Join(scenarioNames, ", ")+"); repeatable or comma-separated; without --only, the workloads are skipped")
-		fl.BoolVar(&all, "all", false, "run every workload and every scale scenario")
-		fl.BoolVar(&inContainer, "in-container", false, "run each timed command of the shell workloads in a runc container of its own, on the target as /workspace (times exclude the container's start; job files and scenarios are skipped; needs root and runc)")
-		fl.BoolVar(&keepDirty, "keep-setup-dirty", false, "start each timed step right after its setup, without committing the workspace and syncing every target first (ext4 then still holds the setup's writes in memory, and computerfs may still be committing them)")
-		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft heap limit of this process, which serves the computerfs mount (as mount --memory-limit)")
-		fl.Float64Var(&scale, "scale", 1, "multiply the sizes of the scale scenarios (0.01 for a quick look)")
-		fl.IntVar(&files, "files", defaults.Files, "files in the largest workspace of the million-files and snapshots scenarios, before --scale")
-		fl.StringVar(&bytesStr, "bytes", "20G", "data in the million-files scenario's workspace, before --scale")
-	})
-	if err != nil {
-		return err
-	}
-	if fl.NArg() != 0 {
-		fl.Usage()
-		return exitCode(2)
-	}
+func runBench(ctx context.Context, e *env, o *benchOptions, args []string) error {
+	runs, only, jsonPath, svgPath := o.runs, o.only, o.jsonPath, o.svgPath
+	targetsList, baseline, scratch := o.targetsList, o.baseline, o.scratch
+	list, withFio, all, inContainer, keepDirty := o.list, o.withFio, o.all, o.inContainer, o.keepDirty
+	scale, files, bytesStr, memLimit := o.scale, o.files, o.bytesStr, o.memLimit
+	extra, jobs, scenarios := o.extra, o.jobs, o.scenarios
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}

@@ -910,9 +910,9 @@ func TestMountBusy(t *testing.T) {
 	fsckClean(t, home, ws)
 }
 
-// mountOptions returns the mount options of mnt from mountinfo (both the
+// mountOptionsOf returns the mount options of mnt from mountinfo (both the
 // per-mount and the superblock ones).
-func mountOptions(t *testing.T, mnt string) string {
+func mountOptionsOf(t *testing.T, mnt string) string {
 	t.Helper()
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -948,7 +948,7 @@ func TestMountAllowOther(t *testing.T) {
 			startMount(t, home, ws, mnt, tc.args...)
 			os.WriteFile(filepath.Join(mnt, "public"), []byte("for all\n"), 0o644)
 			os.WriteFile(filepath.Join(mnt, "private"), []byte("mine\n"), 0o600)
-			line := mountOptions(t, mnt)
+			line := mountOptionsOf(t, mnt)
 			if has := strings.Contains(line, "allow_other") && strings.Contains(line, "default_permissions"); has != tc.wantOptions {
 				t.Errorf("allow_other and default_permissions: %v, want %v: %s", has, tc.wantOptions, line)
 			}

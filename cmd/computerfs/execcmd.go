@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -116,21 +115,8 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 	}}, nil
 }
 
-func cmdBackends(ctx context.Context, e *env, args []string) error {
-	var ws string
-	var asJSON, describe bool
-	fl, err := parse(e, "backends", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store")
-		fl.BoolVar(&asJSON, "json", false, "print JSON")
-		fl.BoolVar(&describe, "describe", true, "start backends not started yet to describe them")
-	})
-	if err != nil {
-		return err
-	}
-	if fl.NArg() != 0 {
-		fl.Usage()
-		return exitCode(2)
-	}
+func runBackends(ctx context.Context, e *env, o backendsOptions, args []string) error {
+	ws, asJSON, describe := o.ws, o.json, o.describe
 	x, err := openExecutor(ctx, e, ws)
 	if err != nil {
 		return err
@@ -223,6 +209,8 @@ func (f envFlag) String() string {
 	return strings.Join(keys, ",")
 }
 
+func (f envFlag) Type() string { return "NAME=VALUE" }
+
 func (f envFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
@@ -232,35 +220,11 @@ func (f envFlag) Set(s string) error {
 	return nil
 }
 
-func cmdExec(ctx context.Context, e *env, args []string) error {
-	var (
-		ws, backend, cwd, input, file, kind string
-		timeout                             time.Duration
-		outputLimit                         string
-		record, noStdin                     bool
-	)
-	envs := envFlag{}
-	fl, err := parse(e, "exec", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store")
-		fl.StringVar(&backend, "b", "", "backend ID (default: chosen by policy)")
-		fl.StringVar(&cwd, "cwd", "/", "working directory, a workspace path")
-		fl.DurationVar(&timeout, "timeout", 0, "time limit (default: the backend's)")
-		fl.StringVar(&outputLimit, "output-limit", "", "stdout+stderr limit, e.g. 16M (default: the backend's)")
-		fl.Var(envs, "env", "NAME=VALUE for the command's environment (repeatable)")
-		fl.StringVar(&input, "input", "", "structured input: JSON")
-		fl.StringVar(&file, "file", "", "run this workspace file (a script or module) instead of COMMAND")
-		fl.StringVar(&kind, "kind", "", "what COMMAND is: script, argv or js-module (default: the backend's)")
-		fl.BoolVar(&record, "record", false, "print the exec's record (backend, why, files changed) on stderr")
-		fl.BoolVar(&noStdin, "no-stdin", false, "do not forward stdin")
-	})
-	if err != nil {
-		return err
-	}
-	argv := fl.Args()
-	if len(argv) == 0 && file == "" {
-		fl.Usage()
-		return exitCode(2)
-	}
+func runExec(ctx context.Context, e *env, o execOptions, args []string) error {
+	ws, backend, cwd, input, file, kind := o.ws, o.backend, o.cwd, o.input, o.file, o.kind
+	timeout, outputLimit, record, noStdin, envs := o.timeout, o.outputLimit, o.record, o.noStdin, o.env
+	argv := args
+	var err error
 	if input != "" && !json.Valid([]byte(input)) {
 		return usageError{fmt.Errorf("--input is not valid JSON")}
 	}

@@ -439,11 +439,11 @@ func fsTable() []fsStep {
 				t.Errorf("computerfs fs bogus: %v %v, want exit 2", err, r)
 			}
 			r, err = runCfs(h.home, "", nil, "fs", "help")
-			if err != nil || r.code != 0 || !strings.Contains(r.stderr, "changes") {
+			if err != nil || r.code != 0 || !strings.Contains(r.stdout, "changes") {
 				t.Errorf("computerfs fs help: %v %v, want usage and exit 0", err, r)
 			}
 		}},
-		{name: "bad flag", args: []string{"cat", "--nope", "/x"}, code: exitUsage, out: "", errHas: "flag provided but not defined"},
+		{name: "bad flag", args: []string{"cat", "--nope", "/x"}, code: exitUsage, out: "", errHas: "unknown flag: --nope"},
 		{name: "cat without path", args: []string{"cat"}, code: exitUsage, out: "", errHas: "Usage: computerfs fs cat"},
 		{name: "cat two paths", args: []string{"cat", "/a", "/b"}, code: exitUsage, out: ""},
 

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,8 +43,9 @@ func (c codedError) Unwrap() []error { return []error{c.err, c.code} }
 
 type fsCommand struct {
 	name, args, summary string
-	run                 func(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error
-	flags               func(fl *flag.FlagSet, o *fsOpts)
+	run                 func(ctx context.Context, c *fsCtx, args []string) error
+	flags               func(fl *pflag.FlagSet, o *fsOpts)
+	minArgs, maxArgs    int // positional arguments (maxArgs -1: no bound)
 }
 
 // fsOpts holds every flag a subcommand may declare.
@@ -76,120 +77,107 @@ type fsOpts struct {
 	dir string
 	// grep
 	regex, fixed, ignoreCase, filesWith, count bool
-	include, exclude                           multiFlag
+	include, exclude                           []string
 	before, after, context                     int
 	// changes
 	since  uint64
 	follow bool
 }
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
-
 // fsCtx is what a subcommand works with.
 type fsCtx struct {
 	e    *env
 	api  workspace.API
 	opts *fsOpts
+	// changed says whether a flag was given on the command line.
+	changed func(name string) bool
 }
 
 func fsCommands() []fsCommand {
-	page := func(fl *flag.FlagSet, o *fsOpts) {
+	page := func(fl *pflag.FlagSet, o *fsOpts) {
 		fl.IntVar(&o.limit, "limit", 0, "page size (default 200; 0 with --all for everything)")
 		fl.IntVar(&o.pageOff, "offset", 0, "skip this many results (the next offset is printed on stderr)")
 		fl.BoolVar(&o.all, "all", false, "fetch every page")
 	}
 	return []fsCommand{
-		{"cat", "PATH", "print a file, or a byte or line range of it", fsCat, func(fl *flag.FlagSet, o *fsOpts) {
+		{"cat", "PATH", "print a file, or a byte or line range of it", fsCat, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.Int64Var(&o.offset, "offset", 0, "first byte")
 			fl.Int64Var(&o.length, "length", 0, "bytes to print (0: to the end)")
 			fl.IntVar(&o.line, "line", 0, "first line, 1-based")
 			fl.IntVar(&o.lines, "lines", 0, "lines to print (0: to the end)")
-		}},
-		{"write", "PATH", "write stdin to a file (atomically replacing it)", fsWrite, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 1, 1},
+		{"write", "PATH", "write stdin to a file (atomically replacing it)", fsWrite, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.BoolVar(&o.appendMode, "append", false, "append instead of replacing")
 			fl.BoolVar(&o.exclusive, "exclusive", false, "fail if the file exists")
-			fl.BoolVar(&o.parents, "p", false, "create missing parent directories")
+			fl.BoolVarP(&o.parents, "parents", "p", false, "create missing parent directories")
 			fl.BoolVar(&o.sync, "sync", false, "return once the data is durable")
 			fl.StringVar(&o.mode, "mode", "", "permission bits in octal, e.g. 0755")
 			fl.StringVar(&o.ifMatch, "if-match", "", "only write if the file's content hash is this one")
-		}},
-		{"edit", "PATH", "replace exact strings in a file, all or none, and print the diff", fsEdit, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 1, 1},
+		{"edit", "PATH", "replace exact strings in a file, all or none, and print the diff", fsEdit, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.StringVar(&o.old, "old", "", "the text to replace (must occur once unless --replace-all)")
 			fl.StringVar(&o.new, "new", "", "the replacement")
 			fl.BoolVar(&o.replaceAll, "replace-all", false, "replace every occurrence")
 			fl.StringVar(&o.editsFile, "edits", "", `a JSON file (- for stdin) of several edits: [{"old":..,"new":..,"replace_all":..}]`)
 			fl.BoolVar(&o.dryRun, "dry-run", false, "print the diff without writing")
 			fl.StringVar(&o.ifMatch, "if-match", "", "only edit if the file's content hash is this one")
-		}},
-		{"ls", "[PATH]", "list a directory", fsLs, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.long, "l", false, "long format: mode, size, time")
-			fl.BoolVar(&o.recursive, "R", false, "recursive")
+		}, 1, 1},
+		{"ls", "[PATH]", "list a directory", fsLs, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.long, "long", "l", false, "long format: mode, size, time")
+			fl.BoolVarP(&o.recursive, "recursive", "R", false, "recursive")
 			fl.IntVar(&o.depth, "depth", 0, "with -R, how deep (0: no bound)")
 			page(fl, o)
-		}},
-		{"stat", "PATH", "describe a file", fsStat, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 0, 1},
+		{"stat", "PATH", "describe a file", fsStat, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.BoolVar(&o.lstat, "lstat", false, "describe a symlink itself, not its target")
-		}},
-		{"mkdir", "PATH...", "make directories", fsMkdir, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.parents, "p", false, "make parents as needed; an existing directory is fine")
+		}, 1, 1},
+		{"mkdir", "PATH...", "make directories", fsMkdir, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.parents, "parents", "p", false, "make parents as needed; an existing directory is fine")
 			fl.StringVar(&o.mode, "mode", "", "permission bits in octal")
-		}},
-		{"rm", "PATH...", "remove files, or trees with -r", fsRm, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.recursive, "r", false, "remove directories and their contents")
-			fl.BoolVar(&o.force, "f", false, "ignore missing paths")
-		}},
-		{"mv", "SRC DST", "rename atomically (into DST if it is a directory)", fsMv, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.noClobber, "n", false, "do not replace an existing DST")
-		}},
-		{"cp", "SRC DST", "copy, sharing data (into DST if it is a directory)", fsCp, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.recursive, "r", false, "copy directories recursively")
-			fl.BoolVar(&o.noClobber, "n", false, "do not replace an existing DST")
-		}},
-		{"glob", "PATTERN", "list paths matching a pattern (**, *, ?, [..], {a,b})", fsGlob, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 1, -1},
+		{"rm", "PATH...", "remove files, or trees with -r", fsRm, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.recursive, "recursive", "r", false, "remove directories and their contents")
+			fl.BoolVarP(&o.force, "force", "f", false, "ignore missing paths")
+		}, 1, -1},
+		{"mv", "SRC DST", "rename atomically (into DST if it is a directory)", fsMv, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.noClobber, "no-clobber", "n", false, "do not replace an existing DST")
+		}, 2, 2},
+		{"cp", "SRC DST", "copy, sharing data (into DST if it is a directory)", fsCp, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.recursive, "recursive", "r", false, "copy directories recursively")
+			fl.BoolVarP(&o.noClobber, "no-clobber", "n", false, "do not replace an existing DST")
+		}, 2, 2},
+		{"glob", "PATTERN", "list paths matching a pattern (**, *, ?, [..], {a,b})", fsGlob, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.StringVar(&o.dir, "dir", "/", "where a relative pattern starts")
 			page(fl, o)
-		}},
-		{"grep", "PATTERN [PATH]", "search file contents (literal by default)", fsGrep, func(fl *flag.FlagSet, o *fsOpts) {
-			fl.BoolVar(&o.regex, "E", false, "the pattern is an RE2 regular expression")
-			fl.BoolVar(&o.fixed, "F", false, "the pattern is a literal string (the default)")
-			fl.BoolVar(&o.ignoreCase, "i", false, "ignore case")
-			fl.BoolVar(&o.filesWith, "l", false, "print only the paths of files with matches")
-			fl.BoolVar(&o.count, "c", false, "print the number of matching lines per file")
-			fl.Var(&o.include, "include", "search only files matching this glob (repeatable)")
-			fl.Var(&o.exclude, "exclude", "skip files matching this glob (repeatable)")
-			fl.IntVar(&o.after, "A", 0, "lines of context after a match")
-			fl.IntVar(&o.before, "B", 0, "lines of context before a match")
-			fl.IntVar(&o.context, "C", 0, "lines of context around a match")
+		}, 1, 1},
+		{"grep", "PATTERN [PATH]", "search file contents (literal by default)", fsGrep, func(fl *pflag.FlagSet, o *fsOpts) {
+			fl.BoolVarP(&o.regex, "extended-regexp", "E", false, "the pattern is an RE2 regular expression")
+			fl.BoolVarP(&o.fixed, "fixed-strings", "F", false, "the pattern is a literal string (the default)")
+			fl.BoolVarP(&o.ignoreCase, "ignore-case", "i", false, "ignore case")
+			fl.BoolVarP(&o.filesWith, "files-with-matches", "l", false, "print only the paths of files with matches")
+			fl.BoolVarP(&o.count, "count", "c", false, "print the number of matching lines per file")
+			fl.StringArrayVar(&o.include, "include", nil, "search only files matching this glob (repeatable)")
+			fl.StringArrayVar(&o.exclude, "exclude", nil, "skip files matching this glob (repeatable)")
+			fl.IntVarP(&o.after, "after-context", "A", 0, "lines of context after a match")
+			fl.IntVarP(&o.before, "before-context", "B", 0, "lines of context before a match")
+			fl.IntVarP(&o.context, "context", "C", 0, "lines of context around a match")
 			page(fl, o)
-		}},
-		{"tree", "[PATH]", "show a directory tree with sizes", fsTree, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 1, 2},
+		{"tree", "[PATH]", "show a directory tree with sizes", fsTree, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.IntVar(&o.depth, "depth", 3, "how deep to show")
-		}},
-		{"du", "[PATH]", "total size and counts of a tree", fsDu, nil},
-		{"changes", "", "list changes after a sequence number; --follow streams them", fsChanges, func(fl *flag.FlagSet, o *fsOpts) {
+		}, 0, 1},
+		{"du", "[PATH]", "total size and counts of a tree", fsDu, nil, 0, -1},
+		{"changes", "", "list changes after a sequence number; --follow streams them", fsChanges, func(fl *pflag.FlagSet, o *fsOpts) {
 			fl.Uint64Var(&o.since, "since", 0, "list changes after this sequence number")
 			fl.BoolVar(&o.follow, "follow", false, "keep streaming new changes")
 			fl.IntVar(&o.limit, "limit", 0, "records per page (default 1000)")
-		}},
+		}, 0, 0},
 	}
 }
 
 // snapshotReaders are the commands that read and can read a snapshot
 // (--snapshot); the others change the workspace.
 var snapshotReaders = map[string]bool{"cat": true, "ls": true, "stat": true, "glob": true, "grep": true, "tree": true, "du": true}
-
-func fsUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: computerfs fs COMMAND [-w WORKSPACE] [--json] [options] ARGS\n\n")
-	fmt.Fprintf(w, "Works through the daemon holding the workspace, or on the store directly when\nnone does. WORKSPACE defaults to $COMPUTERFS_WORKSPACE, else the default one.\n\nCommands:\n")
-	for _, c := range fsCommands() {
-		fmt.Fprintf(w, "  %-8s %-15s %s\n", c.name, c.args, c.summary)
-	}
-	fmt.Fprintf(w, "\n--snapshot NAME makes cat, ls, stat, glob, grep, tree and du read snapshot NAME\n(computerfs snapshot) instead of the live tree.\n")
-	fmt.Fprintf(w, "\nExit status: 0 success, 1 nothing found (grep, glob), 2 usage, 3 failure, 4 conflict (--if-match).\n")
-}
 
 func defaultWorkspace() string {
 	if ws := os.Getenv("COMPUTERFS_WORKSPACE"); ws != "" {
@@ -198,45 +186,9 @@ func defaultWorkspace() string {
 	return filepath.Join(defaultHome(), "default.cfs")
 }
 
-func cmdFS(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fsUsage(e.stderr)
-		if len(args) == 0 {
-			return exitCode(exitUsage)
-		}
-		return nil
-	}
-	var cmd *fsCommand
-	for _, c := range fsCommands() {
-		if c.name == args[0] {
-			cmd = &c
-			break
-		}
-	}
-	if cmd == nil {
-		fmt.Fprintf(e.stderr, "computerfs fs: unknown command %q\n", args[0])
-		fsUsage(e.stderr)
-		return exitCode(exitUsage)
-	}
-	o := &fsOpts{}
-	fl := flag.NewFlagSet("fs "+cmd.name, flag.ContinueOnError)
-	fl.SetOutput(e.stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: computerfs fs %s [options] %s\n\n%s\n\nOptions:\n", cmd.name, cmd.args, cmd.summary)
-		fl.PrintDefaults()
-	}
-	fl.StringVar(&o.ws, "w", defaultWorkspace(), "workspace store")
-	fl.BoolVar(&o.json, "json", false, "print JSON for machines")
-	fl.StringVar(&o.snapshot, "snapshot", "", "read snapshot `NAME` instead of the live tree (cat, ls, stat, glob, grep, tree, du)")
-	if cmd.flags != nil {
-		cmd.flags(fl, o)
-	}
-	if err := fl.Parse(interleave(fl, args[1:])); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(exitUsage)
-	}
+// runFS runs fs subcommand cmd with options o on the workspace o.ws;
+// changed says which flags the command line gave.
+func runFS(ctx context.Context, e *env, cmd fsCommand, o *fsOpts, args []string, changed func(string) bool) error {
 	if o.snapshot != "" && !snapshotReaders[cmd.name] {
 		why := fmt.Sprintf("%s changes the workspace, and snapshot %s is read-only", cmd.name, o.snapshot)
 		if cmd.name == "changes" {
@@ -256,7 +208,7 @@ func cmdFS(ctx context.Context, e *env, args []string) error {
 		}
 		api = snap
 	}
-	err = cmd.run(ctx, &fsCtx{e: e, api: api, opts: o}, fl)
+	err = cmd.run(ctx, &fsCtx{e: e, api: api, opts: o, changed: changed}, args)
 	if cerr := closeAPI(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -335,14 +287,6 @@ func printJSON(e *env, v any) error {
 	return enc.Encode(v)
 }
 
-func needArgs(fl *flag.FlagSet, min, max int) error {
-	if fl.NArg() < min || (max >= 0 && fl.NArg() > max) {
-		fl.Usage()
-		return exitCode(exitUsage)
-	}
-	return nil
-}
-
 func parseMode(s string) (uint32, error) {
 	if s == "" {
 		return 0, nil
@@ -354,12 +298,9 @@ func parseMode(s string) (uint32, error) {
 	return uint32(m), nil
 }
 
-func fsCat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 1); err != nil {
-		return err
-	}
+func fsCat(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
-	rd, err := c.api.Read(ctx, fl.Arg(0), workspace.ReadOptions{Offset: o.offset, Length: o.length, Line: o.line, Lines: o.lines})
+	rd, err := c.api.Read(ctx, args[0], workspace.ReadOptions{Offset: o.offset, Length: o.length, Line: o.line, Lines: o.lines})
 	if err != nil {
 		return err
 	}
@@ -387,16 +328,13 @@ func fsCat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return printJSON(c.e, out)
 }
 
-func fsWrite(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 1); err != nil {
-		return err
-	}
+func fsWrite(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
 	mode, err := parseMode(o.mode)
 	if err != nil {
 		return err
 	}
-	res, err := c.api.Write(ctx, fl.Arg(0), c.e.stdin, workspace.WriteOptions{
+	res, err := c.api.Write(ctx, args[0], c.e.stdin, workspace.WriteOptions{
 		Append: o.appendMode, Exclusive: o.exclusive, Perm: mode, IfMatch: o.ifMatch, Parents: o.parents, Sync: o.sync,
 	})
 	if err != nil {
@@ -413,10 +351,7 @@ func fsWrite(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsEdit(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 1); err != nil {
-		return err
-	}
+func fsEdit(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
 	var edits []workspace.Edit
 	switch {
@@ -434,12 +369,12 @@ func fsEdit(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 		if err := json.Unmarshal(data, &edits); err != nil {
 			return codedError{fmt.Errorf("--edits: %w", err), exitUsage}
 		}
-	case fl.Lookup("old") != nil && isSet(fl, "old"):
+	case c.changed("old"):
 		edits = []workspace.Edit{{Old: o.old, New: o.new, ReplaceAll: o.replaceAll}}
 	default:
 		return codedError{errors.New("edit: give --old and --new, or --edits FILE"), exitUsage}
 	}
-	res, err := c.api.Edit(ctx, fl.Arg(0), edits, workspace.EditOptions{IfMatch: o.ifMatch, DryRun: o.dryRun})
+	res, err := c.api.Edit(ctx, args[0], edits, workspace.EditOptions{IfMatch: o.ifMatch, DryRun: o.dryRun})
 	if err != nil {
 		return err
 	}
@@ -448,16 +383,6 @@ func fsEdit(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	}
 	fmt.Fprint(c.e.stdout, res.Diff)
 	return nil
-}
-
-func isSet(fl *flag.FlagSet, name string) bool {
-	set := false
-	fl.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
 }
 
 // pages calls fetch until it reports no next page (with --all) or once.
@@ -495,13 +420,10 @@ func finishPages(c *fsCtx, err error) error {
 	return err
 }
 
-func fsLs(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 0, 1); err != nil {
-		return err
-	}
+func fsLs(ctx context.Context, c *fsCtx, args []string) error {
 	p := "/"
-	if fl.NArg() == 1 {
-		p = fl.Arg(0)
+	if len(args) == 1 {
+		p = args[0]
 	}
 	o := c.opts
 	var all workspace.ListResult
@@ -565,15 +487,12 @@ func modeString(fi *workspace.FileInfo) string {
 	return string(b)
 }
 
-func fsStat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 1); err != nil {
-		return err
-	}
+func fsStat(ctx context.Context, c *fsCtx, args []string) error {
 	stat := c.api.Stat
 	if c.opts.lstat {
 		stat = c.api.Lstat
 	}
-	fi, err := stat(ctx, fl.Arg(0))
+	fi, err := stat(ctx, args[0])
 	if err != nil {
 		return err
 	}
@@ -590,16 +509,13 @@ func fsStat(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsMkdir(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, -1); err != nil {
-		return err
-	}
+func fsMkdir(ctx context.Context, c *fsCtx, args []string) error {
 	mode, err := parseMode(c.opts.mode)
 	if err != nil {
 		return err
 	}
 	var made []workspace.FileInfo
-	for _, p := range fl.Args() {
+	for _, p := range args {
 		fi, err := c.api.Mkdir(ctx, p, workspace.MkdirOptions{Parents: c.opts.parents, Perm: mode})
 		if err != nil {
 			return err
@@ -612,12 +528,9 @@ func fsMkdir(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsRm(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, -1); err != nil {
-		return err
-	}
+func fsRm(ctx context.Context, c *fsCtx, args []string) error {
 	total := 0
-	for _, p := range fl.Args() {
+	for _, p := range args {
 		n, err := c.api.Remove(ctx, p, workspace.RemoveOptions{Recursive: c.opts.recursive, Force: c.opts.force})
 		total += n
 		if err != nil {
@@ -639,11 +552,8 @@ func intoDir(ctx context.Context, api workspace.API, src, dst string) string {
 	return dst
 }
 
-func fsMv(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 2, 2); err != nil {
-		return err
-	}
-	src, dst := fl.Arg(0), intoDir(ctx, c.api, fl.Arg(0), fl.Arg(1))
+func fsMv(ctx context.Context, c *fsCtx, args []string) error {
+	src, dst := args[0], intoDir(ctx, c.api, args[0], args[1])
 	if err := c.api.Rename(ctx, src, dst, workspace.RenameOptions{NoReplace: c.opts.noClobber}); err != nil {
 		return err
 	}
@@ -653,11 +563,8 @@ func fsMv(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsCp(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 2, 2); err != nil {
-		return err
-	}
-	src, dst := fl.Arg(0), intoDir(ctx, c.api, fl.Arg(0), fl.Arg(1))
+func fsCp(ctx context.Context, c *fsCtx, args []string) error {
+	src, dst := args[0], intoDir(ctx, c.api, args[0], args[1])
 	n, err := c.api.Copy(ctx, src, dst, workspace.CopyOptions{Recursive: c.opts.recursive, NoReplace: c.opts.noClobber})
 	if err != nil {
 		return err
@@ -668,15 +575,12 @@ func fsCp(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsGlob(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 1); err != nil {
-		return err
-	}
+func fsGlob(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
 	var all workspace.GlobResult
 	found := false
 	err := pages(o, func(off, limit int) (int, error) {
-		res, err := c.api.Glob(ctx, fl.Arg(0), workspace.GlobOptions{Dir: o.dir, Limit: limit, Offset: off})
+		res, err := c.api.Glob(ctx, args[0], workspace.GlobOptions{Dir: o.dir, Limit: limit, Offset: off})
 		if err != nil {
 			return 0, err
 		}
@@ -708,19 +612,16 @@ func fsGlob(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsGrep(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 1, 2); err != nil {
-		return err
-	}
+func fsGrep(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
 	if o.regex && o.fixed {
 		return codedError{errors.New("grep: -E and -F exclude each other"), exitUsage}
 	}
 	p := "/"
-	if fl.NArg() == 2 {
-		p = fl.Arg(1)
+	if len(args) == 2 {
+		p = args[1]
 	}
-	opt := workspace.GrepOptions{Pattern: fl.Arg(0), Regex: o.regex, IgnoreCase: o.ignoreCase, Include: o.include, Exclude: o.exclude, Before: o.before, After: o.after}
+	opt := workspace.GrepOptions{Pattern: args[0], Regex: o.regex, IgnoreCase: o.ignoreCase, Include: o.include, Exclude: o.exclude, Before: o.before, After: o.after}
 	if o.context > 0 {
 		opt.Before, opt.After = max(opt.Before, o.context), max(opt.After, o.context)
 	}
@@ -785,13 +686,10 @@ func fsGrep(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsTree(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 0, 1); err != nil {
-		return err
-	}
+func fsTree(ctx context.Context, c *fsCtx, args []string) error {
 	p := "/"
-	if fl.NArg() == 1 {
-		p = fl.Arg(0)
+	if len(args) == 1 {
+		p = args[0]
 	}
 	n, err := c.api.Tree(ctx, p, workspace.TreeOptions{Depth: c.opts.depth})
 	if err != nil {
@@ -836,11 +734,8 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-func fsDu(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 0, -1); err != nil {
-		return err
-	}
-	paths := fl.Args()
+func fsDu(ctx context.Context, c *fsCtx, args []string) error {
+	paths := args
 	if len(paths) == 0 {
 		paths = []string{"/"}
 	}
@@ -862,10 +757,7 @@ func fsDu(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 	return nil
 }
 
-func fsChanges(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
-	if err := needArgs(fl, 0, 0); err != nil {
-		return err
-	}
+func fsChanges(ctx context.Context, c *fsCtx, args []string) error {
 	o := c.opts
 	since := o.since
 	enc := json.NewEncoder(c.e.stdout)
@@ -919,32 +811,13 @@ func fsChanges(ctx context.Context, c *fsCtx, fl *flag.FlagSet) error {
 }
 
 // cmdServe runs the daemon without a mount: the control socket only.
-func cmdServe(ctx context.Context, e *env, args []string) error {
-	var (
-		daemon   bool
-		create   bool
-		limitStr string
-		memLimit string
-		c        daemonConfig
-	)
-	fl, err := parse(e, "serve", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the socket is live")
-		fl.BoolVar(&create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
-		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G")
-		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
-		c.metrics.register(fl)
-	})
-	if err != nil {
-		return err
-	}
+func runServe(ctx context.Context, e *env, o serveOptions, args []string) error {
+	daemon, create, limitStr, memLimit := o.daemon, o.create, o.limit, o.memLimit
+	c := daemonConfig{metrics: o.metrics}
+	var err error
 	c.ws = defaultWorkspace()
-	switch fl.NArg() {
-	case 0:
-	case 1:
-		c.ws = fl.Arg(0)
-	default:
-		fl.Usage()
-		return exitCode(2)
+	if len(args) == 1 {
+		c.ws = args[0]
 	}
 	if limitStr != "" {
 		if c.limit, err = parseLimit(limitStr); err != nil {
@@ -961,7 +834,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if daemon {
-		return startDaemon(e, "serve", args)
+		return startDaemon(e, o.child)
 	}
 	ready := readyReporter()
 	err = serve(ctx, e, c, ready)

@@ -41,8 +41,8 @@ func helperArgs(args []string) (src, mnt, opts string, ok bool) {
 	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
 		return "", "", "", false
 	}
-	for _, c := range allCommands() {
-		if c.name == args[0] {
+	for _, c := range commandNames() {
+		if c == args[0] {
 			return "", "", "", false
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,23 +110,13 @@ func limitOrDefault(limit uint64) uint64 {
 	return limit
 }
 
-func cmdInit(ctx context.Context, e *env, args []string) error {
-	var limitStr string
-	fl, err := parse(e, "init", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&limitStr, "limit", "", fmt.Sprintf("workspace size limit, e.g. 20G (default %s; computerfs limit changes it later)", size.Format(fs.DefaultLimit)))
-	})
-	if err != nil {
-		return err
-	}
+func runInit(ctx context.Context, e *env, o initOptions, args []string) error {
+	limitStr := o.limit
 	ws := defaultWorkspace()
-	switch fl.NArg() {
-	case 0:
-	case 1:
-		ws = fl.Arg(0)
-	default:
-		fl.Usage()
-		return exitCode(2)
+	if len(args) == 1 {
+		ws = args[0]
 	}
+	var err error
 	var limit uint64
 	if limitStr != "" {
 		if limit, err = parseLimit(limitStr); err != nil {

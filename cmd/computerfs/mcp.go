@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -24,23 +23,8 @@ import (
 // cmdMCP serves the workspace to an agent host as an MCP server: over
 // stdio (what hosts spawn), or streamable HTTP with --http. Its stdout is
 // the protocol's alone: logs go to stderr.
-func cmdMCP(ctx context.Context, e *env, args []string) error {
-	var ws, httpAddr, tokenFile string
-	var allowRemote, noExec bool
-	fl, err := parse(e, "mcp", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store")
-		fl.StringVar(&httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio")
-		fl.StringVar(&tokenFile, "token-file", "", "with --http: the bearer token clients must send (default: a new one, printed on stderr)")
-		fl.BoolVar(&allowRemote, "allow-remote", false, "with --http: listen on an address other than loopback")
-		fl.BoolVar(&noExec, "no-exec", false, "leave out the exec tool (file tools only)")
-	})
-	if err != nil {
-		return err
-	}
-	if fl.NArg() != 0 {
-		fl.Usage()
-		return exitCode(2)
-	}
+func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
+	ws, httpAddr, tokenFile, allowRemote, noExec := o.ws, o.http, o.tokenFile, o.allowRemote, o.noExec
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w, err := openMCPWorkspace(ctx, e, ws, !noExec)

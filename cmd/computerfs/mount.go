@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
+	"github.com/spf13/pflag"
 )
 
 // readyFDEnv names the descriptor on which a --daemon child reports that
@@ -56,38 +56,17 @@ func defaultMountpoint() string {
 	return filepath.Join(userHome(), "computerfs")
 }
 
-func cmdMount(ctx context.Context, e *env, args []string) error {
-	var (
-		daemon     bool
-		create     bool
-		limitStr   string
-		allowOther string
-		memLimit   string
-		c          daemonConfig
-	)
-	fl, err := parse(e, "mount", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&daemon, "daemon", false, "run in the background; return once the mount is live")
-		fl.BoolVar(&create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
-		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G (set at creation; changes an existing one)")
-		fl.BoolVar(&c.debug, "debug", false, "log every FUSE request")
-		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
-		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
-		c.metrics.register(fl)
-	})
-	if err != nil {
-		return err
-	}
+func runMount(ctx context.Context, e *env, o mountOptions, args []string) error {
+	daemon, create, limitStr, allowOther, memLimit := o.daemon, o.create, o.limit, o.allowOther, o.memLimit
+	c := daemonConfig{debug: o.debug, metrics: o.metrics}
+	var err error
 	c.ws = filepath.Join(defaultHome(), "default.cfs")
 	c.mnt = defaultMountpoint()
-	switch fl.NArg() {
-	case 0:
+	switch len(args) {
 	case 1:
-		c.ws = fl.Arg(0)
+		c.ws = args[0]
 	case 2:
-		c.ws, c.mnt = fl.Arg(0), fl.Arg(1)
-	default:
-		fl.Usage()
-		return exitCode(2)
+		c.ws, c.mnt = args[0], args[1]
 	}
 	if limitStr != "" {
 		if c.limit, err = parseLimit(limitStr); err != nil {
@@ -114,7 +93,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if daemon {
-		return startDaemon(e, "mount", args)
+		return startDaemon(e, o.child)
 	}
 	ready := readyReporter()
 	err = serve(ctx, e, c, ready)
@@ -142,7 +121,7 @@ type metricsFlags struct {
 	pprof      bool
 }
 
-func (m *metricsFlags) register(fl *flag.FlagSet) {
+func (m *metricsFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&m.addr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (a loopback address: metrics tell file paths, timings and activity to whoever connects)")
 	fl.BoolVar(&m.anyAddress, "metrics-any-address", false, "let --metrics listen on an address that is not loopback (anyone who reaches it sees the workspace's activity, and with --pprof its memory)")
 	fl.BoolVar(&m.pprof, "pprof", false, "with --metrics, also serve net/http/pprof at /debug/pprof/ (heap, goroutines, CPU profiles: they show paths and file contents)")
@@ -401,16 +380,10 @@ const exitForced = 130
 
 // startDaemon re-runs this command in a new session without --daemon and
 // waits until the child reports its mount live.
-func startDaemon(e *env, command string, args []string) error {
+func startDaemon(e *env, childArgs []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
-	}
-	var childArgs []string
-	for _, a := range args {
-		if a != "--daemon" && a != "-daemon" && a != "--daemon=true" && a != "-daemon=true" {
-			childArgs = append(childArgs, a)
-		}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -423,7 +396,7 @@ func startDaemon(e *env, command string, args []string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(self, append([]string{command}, childArgs...)...)
+	cmd := exec.Command(self, childArgs...)
 	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -487,16 +460,8 @@ func openDaemonLog(logPath string) (*os.File, error) {
 	return logf, nil
 }
 
-func cmdUmount(ctx context.Context, e *env, args []string) error {
-	fl, err := parse(e, "umount", args, nil)
-	if err != nil {
-		return err
-	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return exitCode(2)
-	}
-	mnt := fl.Arg(0)
+func runUmount(ctx context.Context, e *env, args []string) error {
+	mnt := args[0]
 	// The daemon, found before the mount goes: umount returns once it has
 	// stopped its backends and closed the store.
 	daemon := 0

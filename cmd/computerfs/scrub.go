@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 
 	"github.com/computerfs/computerfs/bench"
@@ -16,13 +15,9 @@ import (
 // cmdScrub verifies every chunk and record of a workspace, like zpool
 // scrub: read-only, a batch per transaction, at a bounded rate; through
 // its daemon when it is served.
-func cmdScrub(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
-	var rateStr string
-	ws, err := oneWorkspace(e, "scrub", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
-		fl.StringVar(&rateStr, "rate", "0", "read at most this much chunk data per second, e.g. 200M; 0 for no bound")
-	})
+func runScrub(ctx context.Context, e *env, o scrubOptions, args []string) error {
+	asJSON, rateStr := o.json, o.rate
+	ws, err := workspaceArg(args[0])
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"strings"
@@ -18,28 +17,17 @@ import (
 // through the daemon of a served workspace (restore live, in one
 // commit), or opens the store itself when none serves it. diff --patch adds
 // unified diffs of text files.
-func cmdSnapshot(ctx context.Context, e *env, args []string) error {
-	var asJSON, patch bool
-	var maxPatch int64
-	fl, err := parse(e, "snapshot", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
-		fl.BoolVar(&patch, "patch", false, "diff: a unified diff of each text file added, modified or deleted")
-		fl.Int64Var(&maxPatch, "max-patch-bytes", fs.DefaultMaxPatchFileBytes, "diff --patch: files larger than this get a notice, not a patch")
-	})
+func runSnapshot(ctx context.Context, e *env, o snapshotOptions, args []string) error {
+	asJSON, patch, maxPatch := o.json, o.patch, o.maxPatch
+	op := args[0]
+	ws, err := workspaceArg(args[1])
 	if err != nil {
 		return err
 	}
-	op := fl.Arg(0)
-	want := map[string]int{"create": 3, "list": 2, "rm": 3, "restore": 3, "diff": 3}[op]
-	if want == 0 || fl.NArg() != want && !(op == "diff" && fl.NArg() == 4) && !(op == "restore" && fl.NArg() > want) {
-		fl.Usage()
-		return exitCode(2)
+	name := ""
+	if len(args) > 2 {
+		name = args[2]
 	}
-	ws, err := workspaceArg(fl.Arg(1))
-	if err != nil {
-		return err
-	}
-	name := fl.Arg(2)
 	if err := requireWorkspace(ws); err != nil {
 		return err
 	}
@@ -136,7 +124,10 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "deleted snapshot %s: %d versions dropped, %d chunk references released\n", name, versions, chunks)
 	case "diff":
-		other := fl.Arg(3)
+		other := ""
+		if len(args) > 3 {
+			other = args[3]
+		}
 		var diff []fs.DiffEntry
 		if d != nil {
 			diff, err = d.SnapshotDiff(ctx, name, other, patch, maxPatch)
@@ -175,7 +166,7 @@ func cmdSnapshot(ctx context.Context, e *env, args []string) error {
 			fmt.Fprint(e.stdout, x.Patch)
 		}
 	case "restore":
-		paths := fl.Args()[3:]
+		paths := args[3:]
 		var rep *fs.RewindReport
 		if d != nil {
 			// Live: the daemon puts the records back in one commit and

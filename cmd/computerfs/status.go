@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -16,24 +15,11 @@ import (
 	"github.com/computerfs/computerfs/wsrpc"
 )
 
-func cmdStatus(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
-	var execs int
-	fl, err := parse(e, "status", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print JSON (snake_case keys)")
-		fl.IntVar(&execs, "execs", 5, "how many of the last execs to show")
-	})
-	if err != nil {
-		return err
-	}
+func runStatus(ctx context.Context, e *env, o statusOptions, args []string) error {
+	asJSON, execs := o.json, o.execs
 	arg := defaultWorkspace()
-	switch fl.NArg() {
-	case 0:
-	case 1:
-		arg = fl.Arg(0)
-	default:
-		fl.Usage()
-		return exitCode(2)
+	if len(args) == 1 {
+		arg = args[0]
 	}
 	ws, err := workspaceArg(arg)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -17,18 +16,6 @@ import (
 // The maintenance commands (fsck, stats, gc, limit) work on a store no
 // process holds by opening it, and on a store a daemon holds by asking
 // that daemon over its control socket; the output is the same.
-
-func oneWorkspace(e *env, name string, args []string, setup func(*flag.FlagSet)) (string, error) {
-	fl, err := parse(e, name, args, setup)
-	if err != nil {
-		return "", err
-	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return "", exitCode(2)
-	}
-	return workspaceArg(fl.Arg(0))
-}
 
 // workspaceArg is the store a command's WORKSPACE argument names: the
 // store file itself, or a directory where a computerfs store is mounted.
@@ -82,12 +69,9 @@ func onStore(ctx context.Context, e *env, ws string, online func(*wsrpc.DaemonCl
 	return offline(st)
 }
 
-func cmdFsck(ctx context.Context, e *env, args []string) error {
-	var repair, asJSON bool
-	ws, err := oneWorkspace(e, "fsck", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&repair, "repair", false, "fix what can be fixed safely (the store must not be in use: unmount it first)")
-		fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	})
+func runFsck(ctx context.Context, e *env, o fsckOptions, args []string) error {
+	repair, asJSON := o.repair, o.json
+	ws, err := workspaceArg(args[0])
 	if err != nil {
 		return err
 	}
@@ -163,11 +147,9 @@ func fsckOffline(e *env, ws string, repair bool) (*fs.CheckReport, error) {
 	return rep, nil
 }
 
-func cmdStats(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
-	ws, err := oneWorkspace(e, "stats", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print as JSON")
-	})
+func runStats(ctx context.Context, e *env, o statsOptions, args []string) error {
+	asJSON := o.json
+	ws, err := workspaceArg(args[0])
 	if err != nil {
 		return err
 	}
@@ -200,11 +182,9 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func cmdGC(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
-	ws, err := oneWorkspace(e, "gc", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print what was freed as JSON")
-	})
+func runGC(ctx context.Context, e *env, o gcOptions, args []string) error {
+	asJSON := o.json
+	ws, err := workspaceArg(args[0])
 	if err != nil {
 		return err
 	}
@@ -234,25 +214,15 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func cmdLimit(ctx context.Context, e *env, args []string) error {
-	var asJSON bool
-	fl, err := parse(e, "limit", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&asJSON, "json", false, "print the limit and use as JSON")
-	})
-	if err != nil {
-		return err
-	}
-	if fl.NArg() < 1 || fl.NArg() > 2 {
-		fl.Usage()
-		return exitCode(2)
-	}
-	ws, err := workspaceArg(fl.Arg(0))
+func runLimit(ctx context.Context, e *env, o limitOptions, args []string) error {
+	asJSON := o.json
+	ws, err := workspaceArg(args[0])
 	if err != nil {
 		return err
 	}
 	var set *uint64
-	if fl.NArg() == 2 {
-		n, err := size.Parse(fl.Arg(1))
+	if len(args) == 2 {
+		n, err := size.Parse(args[1])
 		if err != nil {
 			return usageError{err}
 		}

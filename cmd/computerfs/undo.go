@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"strings"
@@ -16,21 +15,13 @@ import (
 // cmdUndo is computerfs undo [-w WS] [EXEC-ID] [--force]: revert exactly
 // the records one exec changed (fs.FS.Undo), through the workspace's
 // daemon (live, the mount told), or on the store when none serves it.
-func cmdUndo(ctx context.Context, e *env, args []string) error {
-	var ws string
-	var force, asJSON bool
-	fl, err := parse(e, "undo", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store (or its mountpoint)")
-		fl.BoolVar(&force, "force", false, "put back files that later changes touched too")
-		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
-	})
-	if err != nil {
-		return err
+func runUndo(ctx context.Context, e *env, o undoOptions, args []string) error {
+	ws, force, asJSON := o.ws, o.force, o.json
+	opts := fs.UndoOptions{Force: force}
+	if len(args) == 1 {
+		opts.Exec = args[0]
 	}
-	if err := needArgs(fl, 0, 1); err != nil {
-		return err
-	}
-	opts := fs.UndoOptions{Exec: fl.Arg(0), Force: force}
+	var err error
 	var rec *fs.ExecRecord
 	var rep *fs.RewindReport
 	err = onWorkspace(ctx, e, ws, func(d *wsrpc.DaemonClient) error {
@@ -62,21 +53,9 @@ func cmdUndo(ctx context.Context, e *env, args []string) error {
 }
 
 // cmdExecs is computerfs execs [-w WS] [--json] [-n N]: the exec records.
-func cmdExecs(ctx context.Context, e *env, args []string) error {
-	var ws string
-	var asJSON bool
-	var n int
-	fl, err := parse(e, "execs", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&ws, "w", defaultWorkspace(), "workspace store (or its mountpoint)")
-		fl.BoolVar(&asJSON, "json", false, "print JSON for machines")
-		fl.IntVar(&n, "n", 20, "show the last N execs (0: all kept)")
-	})
-	if err != nil {
-		return err
-	}
-	if err := needArgs(fl, 0, 0); err != nil {
-		return err
-	}
+func runExecs(ctx context.Context, e *env, o execsOptions, args []string) error {
+	ws, asJSON, n := o.ws, o.json, o.last
+	var err error
 	var recs []fs.ExecRecord
 	err = onWorkspace(ctx, e, ws, func(d *wsrpc.DaemonClient) error {
 		recs, err = d.Execs(ctx)
