@@ -323,11 +323,21 @@ func updateStore(t *testing.T, ws string, fn func(tx *bolt.Tx) error) {
 	}
 }
 
+// chunkCountsJSON is the chunks object of fsck's and stats' JSON.
+type chunkCountsJSON struct {
+	Chunks       uint64 `json:"chunks"`
+	LogicalBytes uint64 `json:"logical_bytes"`
+	UniqueBytes  uint64 `json:"unique_bytes"`
+	StoredBytes  uint64 `json:"stored_bytes"`
+}
+
 type fsckJSON struct {
-	Inodes, Dirents, FileChunks int
-	Chunks                      struct{ Chunks, LogicalBytes, UniqueBytes, StoredBytes uint64 }
-	Problems                    []string
-	Repaired                    []string
+	Inodes     int             `json:"inodes"`
+	Dirents    int             `json:"dirents"`
+	FileChunks int             `json:"file_chunks"`
+	Chunks     chunkCountsJSON `json:"chunks"`
+	Problems   []string        `json:"problems"`
+	Repaired   []string        `json:"repaired"`
 }
 
 func fsckReport(t *testing.T, home, ws string, args ...string) (fsckJSON, result) {
@@ -502,11 +512,12 @@ func TestFsck(t *testing.T) {
 }
 
 type statsJSON struct {
-	FormatVersion, ChunkSize int
-	LimitBytes               uint64
-	Inodes                   int
-	FileBytes                uint64
-	Chunks                   struct{ Chunks, LogicalBytes, UniqueBytes, StoredBytes uint64 }
+	FormatVersion int             `json:"format_version"`
+	ChunkSize     int             `json:"chunk_size"`
+	LimitBytes    uint64          `json:"limit_bytes"`
+	Inodes        int             `json:"inodes"`
+	FileBytes     uint64          `json:"file_bytes"`
+	Chunks        chunkCountsJSON `json:"chunks"`
 }
 
 func stats(t *testing.T, home, ws string) (statsJSON, string) {

@@ -11,7 +11,7 @@ type execOptions struct {
 	ws, backend, cwd, input, file, kind string
 	timeout                             time.Duration
 	outputLimit                         string
-	record, noStdin                     bool
+	record, noStdin, json               bool
 	env                                 envFlag
 }
 
@@ -44,5 +44,6 @@ func newExecCmd(e *env) *cobra.Command {
 	f.StringVar(&o.kind, "kind", "", "what COMMAND is: script, argv or js-module (default: the backend's)")
 	f.BoolVar(&o.record, "record", false, "print the exec's record (backend, why, files changed) on stderr")
 	f.BoolVar(&o.noStdin, "no-stdin", false, "do not forward stdin")
+	f.BoolVar(&o.json, "json", false, "print one JSON object when the command ends: backend, why, exit (and exit_class, signal), duration, truncated, stdout and stderr (captured), files changed")
 	return c
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,12 +15,14 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
+	"golang.org/x/sys/unix"
 )
 
 // policyPath is the backend policy file.
@@ -258,13 +261,29 @@ func runExec(ctx context.Context, e *env, o execOptions, args []string) error {
 		chosen  *pb.Chosen
 		summary *pb.Summary
 	)
+	// With --json the command's output is captured into the one JSON
+	// document printed at the end (the output limit bounds it).
+	stdout, stderr := e.stdout, e.stderr
+	var outBuf, errBuf bytes.Buffer
+	if o.json {
+		stdout, stderr = &outBuf, &errBuf
+	}
 	if x.client != nil {
-		exit, result, chosen, summary, err = execRemote(ctx, x.client, start, stdin, e.stdout, e.stderr, sigs)
+		exit, result, chosen, summary, err = execRemote(ctx, x.client, start, stdin, stdout, stderr, sigs)
 	} else {
-		exit, result, chosen, summary, err = execLocal(ctx, x.rt, start, stdin, e.stdout, e.stderr, sigs)
+		exit, result, chosen, summary, err = execLocal(ctx, x.rt, start, stdin, stdout, stderr, sigs)
 	}
 	if err != nil {
 		return err
+	}
+	if o.json {
+		if err := printJSON(e, newExecResultJSON(exit, result, chosen, summary, outBuf.Bytes(), errBuf.Bytes())); err != nil {
+			return err
+		}
+		if code := backends.ExitStatus(exit); code != 0 {
+			return exitCode(code)
+		}
+		return nil
 	}
 	if result != nil {
 		e.stdout.Write(result)
@@ -342,4 +361,69 @@ func outcome(res *backends.Result, err error) (*pb.Exit, []byte, *pb.Chosen, *pb
 		sum.Changes = append(sum.Changes, &pb.Change{Seq: c.Seq, Op: c.Op, Path: c.Path, NewPath: c.NewPath})
 	}
 	return res.Exit, res.Result, &pb.Chosen{ExecId: res.ID, Backend: res.Backend, Reason: res.Reason}, sum, nil
+}
+
+// execResultJSON is exec --json's result: how the exec went, its output, and
+// what it changed. exit is the status computerfs exits with (the one
+// table of backends.ExitStatus: 124 timeout, 141 output cut, 137 memory,
+// 128+N for signal N); exit_code is what the command itself returned.
+type execResultJSON struct {
+	ExecID           string          `json:"exec_id"`
+	Backend          string          `json:"backend"`
+	Why              string          `json:"why"`
+	Exit             int             `json:"exit"`
+	ExitClass        string          `json:"exit_class"`
+	ExitCode         int32           `json:"exit_code"`
+	Signal           *string         `json:"signal"`
+	DurationMs       float64         `json:"duration_ms"`
+	TimedOut         bool            `json:"timed_out"`
+	Truncated        bool            `json:"truncated"`
+	OOMKilled        bool            `json:"oom_killed"`
+	Reason           string          `json:"reason,omitempty"` // why it ended, when not normally
+	Stdout           *string         `json:"stdout,omitempty"`
+	StdoutBase64     []byte          `json:"stdout_base64,omitempty"`
+	Stderr           *string         `json:"stderr,omitempty"`
+	StderrBase64     []byte          `json:"stderr_base64,omitempty"`
+	Result           json.RawMessage `json:"result,omitempty"`
+	FilesChanged     []changeJSON    `json:"files_changed"`
+	ChangesTruncated bool            `json:"changes_truncated"`
+}
+
+type changeJSON struct {
+	Op      string `json:"op"`
+	Path    string `json:"path"`
+	NewPath string `json:"new_path,omitempty"`
+}
+
+func newExecResultJSON(exit *pb.Exit, result []byte, chosen *pb.Chosen, sum *pb.Summary, stdout, stderr []byte) execResultJSON {
+	out := execResultJSON{
+		ExecID: chosen.GetExecId(), Backend: chosen.GetBackend(), Why: chosen.GetReason(),
+		Exit: backends.ExitStatus(exit), ExitClass: backends.ExitClass(exit), ExitCode: exit.GetExitCode(),
+		DurationMs: float64(exit.GetDurationNs()) / 1e6, TimedOut: exit.GetTimedOut(), Truncated: exit.GetTruncated(),
+		OOMKilled: exit.GetOomKilled(), Reason: exit.GetReason(), ChangesTruncated: sum.GetChangesTruncated(),
+		FilesChanged: []changeJSON{},
+	}
+	if n := exit.GetSignal(); n != 0 {
+		name := unix.SignalName(syscall.Signal(n))
+		if name == "" {
+			name = fmt.Sprintf("signal %d", n)
+		}
+		out.Signal = &name
+	}
+	text := func(b []byte) (*string, []byte) {
+		if utf8.Valid(b) {
+			s := string(b)
+			return &s, nil
+		}
+		return nil, b
+	}
+	out.Stdout, out.StdoutBase64 = text(stdout)
+	out.Stderr, out.StderrBase64 = text(stderr)
+	if len(result) > 0 && json.Valid(result) {
+		out.Result = result
+	}
+	for _, c := range sum.GetChanges() {
+		out.FilesChanged = append(out.FilesChanged, changeJSON{c.Op, c.Path, c.NewPath})
+	}
+	return out
 }

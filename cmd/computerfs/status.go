@@ -134,7 +134,7 @@ func newStatusJSON(st *pb.StatusResponse) *statusJSON {
 		Pid: st.Pid, Started: started.UTC(), UptimeSeconds: time.Since(started).Seconds(), Mountpoint: st.Mountpoint,
 		Store: st.Store, Socket: st.Socket, StoreFileBytes: st.FileBytes, StoreDiskBytes: st.DiskBytes,
 		FormatVersion: st.FormatVersion, ChunkSize: st.ChunkSize,
-		Chunks:     chunksJSON{c.Chunks, c.LogicalBytes, c.UniqueBytes, c.StoredBytes, c.DedupRatio(), c.CompressionRatio()},
+		Chunks:     newChunkStatsJSON(c),
 		LimitBytes: st.LimitBytes, UsedBytes: st.UsedBytes,
 		ReadCache:   readCacheJSON{ChunksDecoded: st.ChunksDecoded},
 		Backends:    []backendJSON{},

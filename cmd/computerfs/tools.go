@@ -92,7 +92,7 @@ func runFsck(ctx context.Context, e *env, o fsckOptions, args []string) error {
 		return err
 	}
 	if asJSON {
-		printJSON(e, rep)
+		printJSON(e, newFsckJSON(ws, rep))
 	} else {
 		fmt.Fprintf(e.stdout, "%s: %d inodes, %d entries, %d chunk references, %d chunks\n", ws, rep.Inodes, rep.Dirents, rep.FileChunks, rep.Chunks.Chunks)
 		for _, p := range rep.Problems {
@@ -167,7 +167,7 @@ func runStats(ctx context.Context, e *env, o statsOptions, args []string) error 
 		return err
 	}
 	if asJSON {
-		return printJSON(e, info)
+		return printJSON(e, newStatsJSON(ws, info))
 	}
 	c := info.Chunks
 	fmt.Fprintf(e.stdout, "workspace      %s\n", ws)
