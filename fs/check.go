@@ -30,13 +30,31 @@ func (r *CheckReport) Clean() bool { return len(r.Problems) == 0 }
 // bodies, entries and chunk references to missing objects, link counts,
 // and inodes no directory reaches (moved to /lost+found).
 func Check(store *chunkstore.Store, repair bool) (*CheckReport, error) {
+	return CheckWith(store, CheckOptions{Repair: repair})
+}
+
+// CheckOptions are CheckWith's options.
+type CheckOptions struct {
+	Repair bool
+	// Progress, if not nil, hears how far the check is: phase "chunks"
+	// with the stored bytes of the chunk bodies verified so far and their
+	// total, then each later phase once as it starts (done and total 0).
+	Progress func(phase string, done, total uint64)
+}
+
+// CheckWith is Check with options.
+func CheckWith(store *chunkstore.Store, o CheckOptions) (*CheckReport, error) {
 	rep := &CheckReport{}
 	run := store.View
-	if repair {
+	if o.Repair {
 		run = store.Update
 	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, uint64, uint64) {}
+	}
 	err := run(func(tx *chunkstore.Tx) error {
-		c := checker{tx: tx, rep: rep, repair: repair, cs: uint64(store.ChunkSize()), lostWhy: make(map[Ino]string)}
+		c := checker{tx: tx, rep: rep, repair: o.Repair, cs: uint64(store.ChunkSize()), lostWhy: make(map[Ino]string), progress: progress}
 		return c.run()
 	})
 	return rep, err
@@ -53,6 +71,7 @@ type checker struct {
 	lostWhy  map[Ino]string  // why an inode goes to /lost+found
 	rebuilt  []Ino           // rebuilt records, sent to /lost+found
 	deferred []func() error  // writes held until a walk ends
+	progress func(phase string, done, total uint64)
 }
 
 func (c *checker) problem(format string, args ...any) {
@@ -84,7 +103,16 @@ func (c *checker) run() error {
 		return err
 	}
 	stored := make(map[chunkstore.ID]uint64)
-	problems, err := c.tx.Check(func(ci chunkstore.ChunkInfo) { stored[ci.ID] = ci.Refs })
+	var verified, total uint64
+	if st, err := c.tx.Stats(); err == nil {
+		total = st.StoredBytes
+	}
+	c.progress("chunks", 0, total)
+	problems, err := c.tx.Check(func(ci chunkstore.ChunkInfo) {
+		stored[ci.ID] = ci.Refs
+		verified += uint64(ci.Stored)
+		c.progress("chunks", verified, max(total, verified))
+	})
 	if err != nil {
 		return err
 	}
@@ -110,6 +138,7 @@ func (c *checker) run() error {
 	}
 
 	// Inodes.
+	c.progress("inodes", 0, 0)
 	c.inodes = make(map[Ino]*Attr)
 	var maxIno Ino
 	var badInodes [][]byte
@@ -203,6 +232,7 @@ func (c *checker) run() error {
 		d   dirent
 	}
 	var all []naming
+	c.progress("entries", 0, 0)
 	c.tx.Sealed(bucketDirents).Walk(func(k, v []byte, damage error) error {
 		c.rep.Dirents++
 		if len(k) <= 8 {
@@ -307,6 +337,7 @@ func (c *checker) run() error {
 	sums := make(map[Ino]*listSum) // of the good records, by file
 	var badChunks [][]byte
 	quarantine := make(map[Ino]string)
+	c.progress("chunk lists", 0, 0)
 	c.tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
 		c.rep.FileChunks++
 		if len(k) != 16 {
@@ -873,14 +904,35 @@ type GCReport struct {
 // no file refers to, corrects counts that drifted, and deletes bodies no
 // index entry reaches. It runs on a closed workspace.
 func GC(store *chunkstore.Store) (*GCReport, error) {
+	return GCWith(store, GCOptions{})
+}
+
+// GCOptions are GCWith's options.
+type GCOptions struct {
+	// Progress, if not nil, hears how far GC is: phase "references"
+	// with the chunk references counted so far (total 0: unknown), then
+	// "chunks" with the chunks compared of their total.
+	Progress func(phase string, done, total uint64)
+}
+
+// GCWith is GC with options.
+func GCWith(store *chunkstore.Store, o GCOptions) (*GCReport, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, uint64, uint64) {}
+	}
 	rep := &GCReport{}
 	err := store.Update(func(tx *chunkstore.Tx) error {
 		counted := make(map[chunkstore.ID]uint64)
+		var refs uint64
 		// A damaged chunk list hides references: counting without them
 		// would free chunks files still use. fsck first.
 		if err := tx.Sealed(bucketChunks).ForEach(func(k, v []byte) error {
 			if len(v) == chunkstore.IDSize {
 				counted[chunkstore.ID(v)]++
+			}
+			if refs++; refs%1024 == 0 {
+				progress("references", refs, 0)
 			}
 			return nil
 		}); err != nil {
@@ -890,7 +942,14 @@ func GC(store *chunkstore.Store) (*GCReport, error) {
 			return fmt.Errorf("gc stopped, nothing freed: snapshot history: %w (run computerfs fsck)", err)
 		}
 		var fix []chunkstore.ChunkInfo
+		var chunks, seen uint64
+		if st, err := tx.Stats(); err == nil {
+			chunks = st.Chunks
+		}
 		if err := tx.ForEachChunk(func(ci chunkstore.ChunkInfo) error {
+			if seen++; seen%1024 == 0 {
+				progress("chunks", seen, max(chunks, seen))
+			}
 			if ci.Refs != counted[ci.ID] {
 				fix = append(fix, ci)
 			}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/computerfs/computerfs/bench"
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
-	"github.com/schollz/progressbar/v3"
 )
 
 // cmdScrub verifies every chunk and record of a workspace, like zpool
@@ -25,16 +23,8 @@ func runScrub(ctx context.Context, e *env, o scrubOptions, args []string) error 
 	if err != nil {
 		return fmt.Errorf("--rate: %w", err)
 	}
-	var bar *progressbar.ProgressBar
-	var progress func(done, total uint64)
-	if !asJSON && bench.IsTerminal(e.stderr) {
-		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription("scrub"),
-			progressbar.OptionShowBytes(true), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100e6))
-		progress = func(done, total uint64) {
-			bar.ChangeMax64(int64(total))
-			bar.Set64(int64(done))
-		}
-	}
+	bar := newProgress(e, "scrub", true)
+	progress := func(done, total uint64) { bar.set("", done, total) }
 	// A served workspace is scrubbed by its daemon, live; another is
 	// opened read-only.
 	var rep *fs.ScrubReport
@@ -56,9 +46,7 @@ func runScrub(ctx context.Context, e *env, o scrubOptions, args []string) error 
 		defer st.Close()
 		rep, err = fs.Scrub(ctx, st, fs.ScrubOptions{Rate: int64(rate), Progress: progress})
 	}
-	if bar != nil {
-		bar.Finish()
-	}
+	bar.finish()
 	if err != nil {
 		return fmt.Errorf("scrub %s: %w", ws, err)
 	}

@@ -85,10 +85,14 @@ func runFsck(ctx context.Context, e *env, o fsckOptions, args []string) error {
 		if repair {
 			return fmt.Errorf("%s is in use by its daemon: --repair needs the store closed; unmount it (computerfs umount MOUNTPOINT) or stop the daemon, then run fsck --repair (fsck without --repair checks it while it is served)", ws)
 		}
-		if rep, err = d.Check(ctx); err != nil {
+		bar := newProgress(e, "fsck", false)
+		bar.set("through the daemon", 0, 0)
+		rep, err = d.Check(ctx)
+		bar.finish()
+		if err != nil {
 			return fmt.Errorf("check %s through its daemon: %w", ws, err)
 		}
-	} else if rep, err = fsckOffline(e, ws, repair); err != nil {
+	} else if rep, err = fsckOffline(e, ws, repair, newProgress(e, "fsck", true)); err != nil {
 		return err
 	}
 	if asJSON {
@@ -115,7 +119,8 @@ func runFsck(ctx context.Context, e *env, o fsckOptions, args []string) error {
 }
 
 // fsckOffline opens the store and checks it, and repairs it if asked.
-func fsckOffline(e *env, ws string, repair bool) (*fs.CheckReport, error) {
+func fsckOffline(e *env, ws string, repair bool, bar *progress) (*fs.CheckReport, error) {
+	defer bar.finish()
 	// A store whose newest commit record may be damaged opens at the
 	// previous commit: --repair accepts that, a plain fsck reports it
 	// and checks the store read-only as bbolt would open it.
@@ -132,7 +137,7 @@ func fsckOffline(e *env, ws string, repair bool) (*fs.CheckReport, error) {
 		return nil, err
 	}
 	defer st.Close()
-	rep, err := fs.Check(st, repair)
+	rep, err := fs.CheckWith(st, fs.CheckOptions{Repair: repair, Progress: bar.set})
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", ws, err)
 	}
@@ -190,12 +195,19 @@ func runGC(ctx context.Context, e *env, o gcOptions, args []string) error {
 	}
 	var rep *fs.GCReport
 	err = onStore(ctx, e, ws, func(d *wsrpc.DaemonClient) (err error) {
-		if rep, err = d.GC(ctx); err != nil {
+		bar := newProgress(e, "gc", false)
+		bar.set("through the daemon", 0, 0)
+		rep, err = d.GC(ctx)
+		bar.finish()
+		if err != nil {
 			return fmt.Errorf("gc %s through its daemon: %w", ws, err)
 		}
 		return nil
 	}, func(st *chunkstore.Store) (err error) {
-		if rep, err = fs.GC(st); err != nil {
+		bar := newProgress(e, "gc", false)
+		rep, err = fs.GCWith(st, fs.GCOptions{Progress: bar.set})
+		bar.finish()
+		if err != nil {
 			return fmt.Errorf("gc %s: %w", ws, err)
 		}
 		return nil
