@@ -227,7 +227,8 @@ func TestMountDaemon(t *testing.T) {
 	if isMounted(mnt) {
 		t.Fatalf("%s still mounted after umount", mnt)
 	}
-	log, err := os.ReadFile(filepath.Join(home, "daemon.log"))
+	log, err := os.ReadFile(ws + ".log") // one log per workspace, beside it
+
 	if err != nil {
 		t.Fatalf("daemon log: %v", err)
 	}

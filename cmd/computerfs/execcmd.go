@@ -102,6 +102,7 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, err
 	}
+	e = e.quiet() // no daemon: this process runs the backends, for one call
 	f, err := openHere(e, ws)
 	if err != nil {
 		return nil, err

@@ -138,6 +138,7 @@ type serveDaemon struct {
 	sock         string
 	stopped      bool
 	stoppedClean bool
+	started      string // what serve --daemon printed
 }
 
 // startServe starts a serve daemon on ws and returns once its socket is
@@ -153,7 +154,7 @@ func startServe(t *testing.T, home, ws string) *serveDaemon {
 		t.Fatalf("serve --daemon printed no pid: %v", r)
 	}
 	pid, _ := strconv.Atoi(m[1])
-	d := &serveDaemon{pid: pid, home: home, ws: ws, sock: socketPath(t, ws)}
+	d := &serveDaemon{pid: pid, home: home, ws: ws, sock: socketPath(t, ws), started: r.stdout}
 	t.Cleanup(func() {
 		// The test stops it; if it has not (it failed early), SIGTERM,
 		// then SIGKILL.
@@ -168,8 +169,8 @@ func startServe(t *testing.T, home, ws string) *serveDaemon {
 			}
 		}
 		if t.Failed() {
-			if log, err := os.ReadFile(filepath.Join(home, "daemon.log")); err == nil {
-				t.Logf("daemon.log:\n%s", log)
+			if log, err := os.ReadFile(ws + ".log"); err == nil {
+				t.Logf("%s.log:\n%s", ws, log)
 			}
 		}
 	})

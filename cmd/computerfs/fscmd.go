@@ -233,18 +233,18 @@ func fsFail(e *env, o *fsOpts, err error) error {
 		code = exitConflict
 	}
 	if code == exitUsage {
-		fmt.Fprintf(e.stderr, "computerfs fs: %v\n", err)
+		fmt.Fprintf(e.stderr, "computerfs fs: %s\n", userError(err))
 		return code
 	}
 	if o.json {
 		errno := workspace.Errno(err)
-		out := map[string]any{"error": err.Error(), "errno": unix.ErrnoName(errno), "exit": int(code)}
+		out := map[string]any{"error": userError(err), "errno": unix.ErrnoName(errno), "exit": int(code)}
 		if errors.Is(err, workspace.ErrConflict) {
 			out["errno"] = "CONFLICT"
 		}
 		json.NewEncoder(e.stderr).Encode(out)
 	} else {
-		fmt.Fprintf(e.stderr, "computerfs fs: %v\n", err)
+		fmt.Fprintf(e.stderr, "computerfs fs: %s\n", userError(err))
 	}
 	return code
 }
@@ -259,7 +259,7 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, nil, err
 	}
-	f, err := openHere(e, ws)
+	f, err := openHere(e.quiet(), ws)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -834,7 +834,7 @@ func runServe(ctx context.Context, e *env, o serveOptions, args []string) error 
 		return err
 	}
 	if daemon {
-		return startDaemon(e, o.child)
+		return startDaemon(e, c.ws, o.child)
 	}
 	ready := readyReporter()
 	err = serve(ctx, e, c, ready)

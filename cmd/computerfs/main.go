@@ -55,18 +55,39 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	log            *slog.Logger
+	// oneOff logs what a command runs in its own process for one call
+	// (backends without a daemon): warnings and errors only, unless
+	// COMPUTERFS_LOG sets a level. nil: log.
+	oneOff *slog.Logger
 }
 
 func main() {
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	level, set := logLevel()
+	e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if !set {
+		e.oneOff = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	os.Exit(run(context.Background(), e, os.Args[1:]))
 }
 
-func logLevel() slog.Level {
+// logLevel is COMPUTERFS_LOG's level (debug, info, warn, error), and
+// whether it set one; INFO by default.
+func logLevel() (slog.Level, bool) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(os.Getenv("COMPUTERFS_LOG"))); err != nil {
-		return slog.LevelInfo
+		return slog.LevelInfo, false
 	}
-	return l
+	return l, true
+}
+
+// quiet is e for work done once for this command: a daemon's INFO lines
+// (a backend started, an exec ran) are noise there.
+func (e *env) quiet() *env {
+	if e.oneOff == nil {
+		return e
+	}
+	q := *e
+	q.log, q.oneOff = e.oneOff, nil
+	return &q
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"github.com/spf13/pflag"
+	"github.com/zeebo/blake3"
 )
 
 // readyFDEnv names the descriptor on which a --daemon child reports that
@@ -93,7 +94,7 @@ func runMount(ctx context.Context, e *env, o mountOptions, args []string) error 
 		return err
 	}
 	if daemon {
-		return startDaemon(e, o.child)
+		return startDaemon(e, c.ws, o.child)
 	}
 	ready := readyReporter()
 	err = serve(ctx, e, c, ready)
@@ -380,7 +381,7 @@ const exitForced = 130
 
 // startDaemon re-runs this command in a new session without --daemon and
 // waits until the child reports its mount live.
-func startDaemon(e *env, childArgs []string) error {
+func startDaemon(e *env, ws string, childArgs []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
@@ -390,7 +391,7 @@ func startDaemon(e *env, childArgs []string) error {
 		return err
 	}
 	defer r.Close()
-	logPath := filepath.Join(defaultHome(), "daemon.log")
+	logPath := daemonLogPath(ws)
 	logf, err := openDaemonLog(logPath)
 	if err != nil {
 		return err
@@ -430,6 +431,25 @@ func startDaemon(e *env, childArgs []string) error {
 		cmd.Wait()
 		return fmt.Errorf("daemon did not mount within 60s; see %s", logPath)
 	}
+}
+
+// daemonLogPath is where the --daemon child serving workspace ws logs:
+// WS.log beside the store, one log per workspace, when the store's
+// directory is private to this user; else (a directory others can write,
+// where they could make that file first) a log named after the store in
+// $COMPUTERFS_HOME/logs.
+func daemonLogPath(ws string) string {
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		abs = ws
+	}
+	if fi, err := os.Stat(filepath.Dir(abs)); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o022 == 0 {
+			return abs + ".log"
+		}
+	}
+	sum := blake3.Sum256([]byte(abs))
+	return filepath.Join(defaultHome(), "logs", fmt.Sprintf("%s-%x.log", filepath.Base(abs), sum[:6]))
 }
 
 // openDaemonLog opens the daemon's log for appending, making its

@@ -114,7 +114,7 @@ func TestShutdownAfterExecs(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGINT)
 			}
 			if !waitGone(pid, 5*time.Second) {
-				t.Fatalf("the daemon %d is still running 5s after %s\n%s", pid, stop, daemonLog(home))
+				t.Fatalf("the daemon %d is still running 5s after %s\n%s", pid, stop, daemonLog(ws))
 			}
 			took := time.Since(start)
 			t.Logf("%s: the daemon exited after %v", stop, took.Round(time.Millisecond))
@@ -131,7 +131,7 @@ func TestShutdownAfterExecs(t *testing.T) {
 			waitNoPlugins(t, ws, 5*time.Second)
 			waitNoProcessWithArg(t, marker, "the container's command outlived the daemon")
 			if stop != "SIGINT twice" {
-				if log := daemonLog(home); !strings.Contains(log, "workspace closed") {
+				if log := daemonLog(ws); !strings.Contains(log, "workspace closed") {
 					t.Errorf("the daemon did not close the workspace:\n%s", log)
 				}
 			}
@@ -139,8 +139,8 @@ func TestShutdownAfterExecs(t *testing.T) {
 	}
 }
 
-// daemonLog is what the daemons of home logged.
-func daemonLog(home string) string {
-	data, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
+// daemonLog is what the daemons of workspace ws logged (WS.log).
+func daemonLog(ws string) string {
+	data, _ := os.ReadFile(ws + ".log")
 	return string(data)
 }

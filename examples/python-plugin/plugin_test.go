@@ -165,6 +165,9 @@ func (h *harness) want(r result, stdout string, code int, what string) {
 
 var daemonLine = regexp.MustCompile(`daemon (\d+) serving`)
 
+// daemonLogLine finds the log a --daemon names.
+var daemonLogLine = regexp.MustCompile(`log in (\S+)`)
+
 // startDaemon runs "computerfs serve --daemon --create" and returns a func that
 // stops it (also registered as a cleanup, for a test that fails first).
 func (h *harness) startDaemon() func() {
@@ -182,8 +185,10 @@ func (h *harness) startDaemon() func() {
 		}
 		stopped = true
 		if h.t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(h.home, "daemon.log")); err == nil {
-				h.t.Logf("daemon.log:\n%s", b)
+			if m := daemonLogLine.FindStringSubmatch(r.stdout); m != nil {
+				if b, err := os.ReadFile(m[1]); err == nil {
+					h.t.Logf("%s:\n%s", m[1], b)
+				}
 			}
 		}
 		syscall.Kill(pid, syscall.SIGTERM)
