@@ -70,6 +70,9 @@ type Options struct {
 	FsName string
 	// Observer, if set, sees every request served (metrics).
 	Observer Observer
+	// ReadOnly mounts read-only (the kernel refuses every change with
+	// EROFS); NoExec forbids executing its files (noexec).
+	ReadOnly, NoExec bool
 	// Rules, if set, make the mount a policy view (rules.go): denied
 	// paths do not exist, read-only ones refuse changes.
 	Rules *workspace.Rules
@@ -137,6 +140,7 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		ExtraCapabilities:        fuse.CAP_HANDLE_KILLPRIV_V2,
 		Debug:                    opts.Debug,
 		MaxBackground:            64,
+		Options:                  mountFlags(opts),
 		PanicHandler: func(p any) fuse.Status {
 			opts.Logger.Error("panic serving a FUSE request", "panic", fmt.Sprint(p))
 			return fuse.EIO
@@ -1130,3 +1134,17 @@ func (c cancelCtx) Err() error {
 	}
 }
 func (c cancelCtx) Value(any) any { return nil }
+
+// mountFlags are the generic mount options opts asks for: go-fuse turns
+// noexec into MS_NOEXEC and passes ro on as the superblock's read-only
+// flag (fusermount3 takes both).
+func mountFlags(opts Options) []string {
+	var o []string
+	if opts.ReadOnly {
+		o = append(o, "ro")
+	}
+	if opts.NoExec {
+		o = append(o, "noexec")
+	}
+	return o
+}

@@ -5,6 +5,7 @@ import "github.com/spf13/cobra"
 // computerfs serve [WORKSPACE]: the daemon without a mount.
 type serveOptions struct {
 	daemon, create  bool
+	readOnly        bool
 	limit, memLimit string
 	metrics         metricsFlags
 	child           []string // as mountOptions.child
@@ -25,6 +26,7 @@ func newServeCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.daemon, "daemon", false, "run in the background; return once the socket is live")
 	f.BoolVar(&o.create, "create", false, "create the workspace if it does not exist (as computerfs init), and say so on stderr")
 	f.StringVar(&o.limit, "limit", "", "workspace size limit, e.g. 10G")
+	f.BoolVar(&o.readOnly, "read-only", false, "refuse every change (EROFS) through the file API and the backends")
 	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
 	o.metrics.register(f)
 	return c

@@ -24,12 +24,13 @@ import (
 // helper that computerfs has nothing to do with: mount(8) and systemd
 // act on them (noauto, nofail, _netdev, x-systemd.*, user...), or they
 // are mount flags the daemon sets its own way whatever fstab says: the
-// mount is always rw, nodev and nosuid, with exec allowed, and atime and
-// sync are the filesystem's business (it commits in groups, fsync waits).
+// mount is always nodev and nosuid, rw and exec unless ro or noexec are
+// given, and atime and sync are the filesystem's business (it commits in
+// groups, fsync waits).
 var helperOptions = map[string]bool{
 	"defaults": true, "rw": true, "auto": true, "noauto": true, "nofail": true, "_netdev": true,
 	"user": true, "nouser": true, "users": true, "owner": true, "group": true,
-	"dev": true, "nodev": true, "suid": true, "nosuid": true, "exec": true, "noexec": true,
+	"dev": true, "nodev": true, "suid": true, "nosuid": true, "exec": true,
 	"atime": true, "noatime": true, "relatime": true, "strictatime": true, "nodiratime": true,
 	"sync": true, "async": true,
 }
@@ -75,13 +76,15 @@ func helperMountArgs(src, mnt, opts string) ([]string, error) {
 		case (name == "limit" || name == "memory-limit" || name == "memory_limit") && hasVal && val != "":
 			out = append(out, "--"+strings.ReplaceAll(name, "_", "-"), val)
 		case o == "ro":
-			return nil, usageError{fmt.Errorf("-o ro: computerfs mounts are read-write only (snapshots are the read-only views: MOUNTPOINT/.snapshots/NAME)")}
+			out = append(out, "--read-only")
+		case o == "noexec":
+			out = append(out, "--noexec")
 		default:
 			unknown = append(unknown, o)
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, usageError{fmt.Errorf("unknown mount option %s (computerfs takes allow_other, limit=SIZE, memory-limit=SIZE, create and debug, and ignores those mount(8) handles: defaults, rw, noauto, nofail, _netdev, x-*, user, nodev, nosuid, noexec...)", strings.Join(unknown, ", "))}
+		return nil, usageError{fmt.Errorf("unknown mount option %s (computerfs takes allow_other, ro, noexec, limit=SIZE, memory-limit=SIZE, create and debug, and ignores those mount(8) handles: defaults, rw, noauto, nofail, _netdev, x-*, user, nodev, nosuid, exec...)", strings.Join(unknown, ", "))}
 	}
 	return out, nil
 }

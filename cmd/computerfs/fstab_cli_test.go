@@ -51,12 +51,12 @@ func TestHelperMountArgs(t *testing.T) {
 		{opts: "", want: nil},
 		{opts: "rw,dev,suid", want: nil},
 		{opts: "allow_other,limit=20G", want: []string{"--allow-other", "yes", "--limit", "20G"}},
-		{opts: "defaults,_netdev,noauto,nofail,auto,user,nouser,users,rw,nodev,nosuid,dev,suid,exec,noexec,noatime,relatime,x-systemd.automount,x-systemd.requires=network-online.target,comment=systemd.automount", want: nil},
+		{opts: "defaults,_netdev,noauto,nofail,auto,user,nouser,users,rw,nodev,nosuid,dev,suid,exec,noatime,relatime,x-systemd.automount,x-systemd.requires=network-online.target,comment=systemd.automount", want: nil},
 		{opts: "create,memory-limit=256M,memory_limit=300M,debug", want: []string{"--create", "--memory-limit", "256M", "--memory-limit", "300M", "--debug"}},
 		{opts: "allow_other,bogus,limit=1G,other=2", wantErr: "unknown mount option bogus, other=2"},
 		{opts: "limit=", wantErr: "unknown mount option limit="},
 		{opts: "limit", wantErr: "unknown mount option limit"},
-		{opts: "ro", wantErr: "read-write only"},
+		{opts: "ro,noexec", want: []string{"--read-only", "--noexec"}},
 	} {
 		got, err := helperMountArgs("/ws.cfs", "/mnt", tc.opts)
 		if tc.wantErr != "" {
@@ -106,12 +106,13 @@ func TestMount8(t *testing.T) {
 		mount  string // -o of mount -t fuse.computerfs
 		ok     bool
 		stderr string // what a refusal says
+		ro     bool   // mounted read-only and noexec
 	}{
 		{name: "mount -t", init: true, mount: live + ",rw,nodev,nosuid,exec,noatime", ok: true},
 		{name: "fstab, create", fstab: live + ",create", ok: true},
 		{name: "missing without create", mount: live, stderr: "no computerfs workspace at"},
 		{name: "unknown option", init: true, mount: live + ",colour=blue", stderr: "unknown mount option colour=blue"},
-		{name: "read-only", init: true, fstab: "ro,allow_other", stderr: "read-write only"},
+		{name: "read-only, noexec", init: true, fstab: "ro,noexec,allow_other", ok: true, ro: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, ws, mnt := tempWorkspace(t)
@@ -139,12 +140,17 @@ func TestMount8(t *testing.T) {
 				}
 				return
 			}
-			for _, want := range []string{
+			wants := []string{
 				"mount-rc=0\n",
 				"mountinfo: ", " - fuse.computerfs " + ws + " ", "allow_other",
 				"read: through mount(8)\n",
 				"umount-rc=0\n",
-			} {
+			}
+			if tc.ro {
+				// The write is refused; the mount is noexec, its superblock ro.
+				wants = []string{"mount-rc=0\n", " - fuse.computerfs " + ws + " ro,", "noexec", "Read-only file system", "umount-rc=0\n"}
+			}
+			for _, want := range wants {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q in the output:\n%s", want, out)
 				}
@@ -159,6 +165,12 @@ func TestMount8(t *testing.T) {
 				t.Errorf("-o create did not say it created the workspace:\n%s", out)
 			}
 			fsckClean(t, home, ws)
+			if tc.ro {
+				if r := cli(t, home, "fs", "cat", "-w", ws, "/f"); r.code != exitFailed {
+					t.Errorf("the read-only mount wrote /f: %v", r)
+				}
+				return
+			}
 			if r := mustCLI(t, home, "fs", "cat", "-w", ws, "/f"); r.stdout != "through mount(8)\n" {
 				t.Errorf("fs cat /f: %q", r.stdout)
 			}

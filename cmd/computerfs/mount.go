@@ -59,7 +59,7 @@ func defaultMountpoint() string {
 
 func runMount(ctx context.Context, e *env, o mountOptions, args []string) error {
 	daemon, create, limitStr, allowOther, memLimit := o.daemon, o.create, o.limit, o.allowOther, o.memLimit
-	c := daemonConfig{debug: o.debug, metrics: o.metrics}
+	c := daemonConfig{debug: o.debug, metrics: o.metrics, readOnly: o.readOnly, noExec: o.noExec}
 	var err error
 	c.ws = filepath.Join(defaultHome(), "default.cfs")
 	c.mnt = defaultMountpoint()
@@ -109,6 +109,9 @@ type daemonConfig struct {
 	ws, mnt           string // mnt "" serves the control socket alone
 	limit             uint64
 	allowOther, debug bool
+	// readOnly refuses every change (EROFS) through the mount, the file
+	// API and the backends; noExec mounts noexec.
+	readOnly, noExec bool
 	// autoAllowOther makes allowOther yes when the container backend is
 	// installed.
 	autoAllowOther bool
@@ -210,7 +213,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			f.SetLimit(c.limit)
 		}
 	}
-	api := workspace.New(f, workspace.Options{})
+	// A read-only daemon (mount --read-only, -o ro) refuses changes at
+	// every door: the mount (the kernel), the file API and the backends
+	// (through api), restore and undo.
+	api := workspace.New(f, workspace.Options{ReadOnly: c.readOnly})
 	absMnt := ""
 	if mnt != "" {
 		absMnt, _ = filepath.Abs(mnt)
@@ -220,6 +226,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	m := metrics.New(metrics.Sources{FS: f, Backends: listBackends})
 	// Backends with path rules that need the mount get policy views of it.
 	views := newPolicyViews(f, c.allowOther, absMnt, e.log)
+	views.readOnly, views.noExec = c.readOnly, c.noExec
 	var viewMount func(string, *workspace.Rules) (string, error)
 	if absMnt != "" {
 		viewMount = views.mount
@@ -275,7 +282,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
-		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
+		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, ReadOnly: c.readOnly, NoExec: c.noExec, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
 		if err != nil {
 			return err
 		}

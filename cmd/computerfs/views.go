@@ -26,6 +26,9 @@ type policyViews struct {
 	allowOther bool
 	fsName     string
 	log        *slog.Logger
+	// readOnly and noExec are the main mount's ro and noexec: its views
+	// are no less strict.
+	readOnly, noExec bool
 
 	mu    sync.Mutex
 	main  *fusefs.Server            // the plain mount, once up
@@ -64,7 +67,7 @@ func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
-	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules,
+	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules, ReadOnly: v.readOnly, NoExec: v.noExec,
 		Changed: func(parent fs.Ino, name string, ino fs.Ino) { v.tell(id, parent, name, ino) }})
 	if err != nil {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
