@@ -66,7 +66,7 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 			"for real binaries (git, node, make, compilers). Not supported: background jobs, coproc, file descriptors " +
 			"above 2, printf -v, PIPESTATUS, >(...); <(...) runs its list to the end before the command reads it. " +
 			"~user is not expanded. An exec's variables and captured output are bounded by its memory limit.",
-		Accepts:       []string{"script"},
+		Accepts:       []string{"script", "argv"},
 		Features:      []string{"stdin", "memory-limit", "commands:" + strings.Join(Commands(), ",")},
 		DefaultLimits: &pb.Limits{TimeoutMs: DefaultTimeout.Milliseconds(), OutputBytes: DefaultOutputBytes, MaxCommands: DefaultMaxCommands, MaxLoopIterations: DefaultMaxLoopIterations, MemoryBytes: DefaultMemoryBytes},
 		MaxLimits:     &pb.Limits{TimeoutMs: time.Hour.Milliseconds(), OutputBytes: 1 << 30, MaxCommands: 100_000_000, MaxLoopIterations: 1_000_000_000, MemoryBytes: 4 << 30},
