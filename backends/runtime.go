@@ -145,8 +145,8 @@ func New(opts Options) (*Runtime, error) {
 			continue
 		}
 		for _, e := range ents {
-			id, ok := strings.CutPrefix(e.Name(), Prefix)
-			if !ok || id == "" || !validID(id) {
+			id, ok := ParseName(e.Name())
+			if !ok {
 				continue
 			}
 			if _, dup := r.backends[id]; dup {
@@ -163,6 +163,17 @@ func New(opts Options) (*Runtime, error) {
 	r.log.Debug("backends found", "ids", r.ids())
 	r.auditPolicy("loaded")
 	return r, nil
+}
+
+// ParseName returns the ID a plugin executable's file name gives it:
+// computerfs-plugin-ID, with ID of lower-case letters, digits, '-' and
+// '_'. ok is false for any other name, which discovery ignores.
+func ParseName(name string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(name, Prefix)
+	if !ok || id == "" || !validID(id) {
+		return "", false
+	}
+	return id, true
 }
 
 // validID accepts the IDs a file name can carry: lower-case letters,

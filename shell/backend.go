@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,9 +133,11 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	// SIGINT and SIGTERM end the script: there is no process to signal.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var stoppedBy atomic.Int32 // the signal that ended the script
 	go func() {
 		select {
 		case s := <-x.Signals:
+			stoppedBy.Store(int32(s))
 			cancel(&limitError{reason: fmt.Sprintf("stopped by %s", s)})
 		case <-ctx.Done():
 		}
@@ -153,7 +156,12 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	exit := &pb.Exit{ExitCode: int32(out.ExitCode), TimedOut: out.TimedOut, Truncated: out.Truncated, Reason: out.Reason, OomKilled: out.MemoryLimit}
 	var le *limitError
 	if cause := context.Cause(ctx); errors.As(cause, &le) && strings.HasPrefix(le.reason, "stopped by ") {
-		exit.Signal = int32(syscall.SIGTERM)
+		// Ended by the signal, as a process would be: 128+signal.
+		exit.Signal = stoppedBy.Load()
+		if exit.Signal == 0 {
+			exit.Signal = int32(syscall.SIGTERM)
+		}
+		exit.ExitCode = 128 + exit.Signal
 		exit.Reason = le.reason
 	}
 	return exit, nil

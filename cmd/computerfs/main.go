@@ -45,6 +45,7 @@ func allCommands() []command {
 		{"fs", "COMMAND ...", "read, write, edit, list and search a workspace (computerfs fs help)", cmdFS},
 		{"backends", "", "list the execution backends: ID, state, limits, description", cmdBackends},
 		{"exec", "[-b BACKEND] -- COMMAND...", "run a command on a backend against the workspace", cmdExec},
+		{"plugin", "check PATH [--json]", "check a backend plugin executable against the protocol, running it as the daemon does", cmdPlugin},
 		{"mcp", "[-w WS] [--http ADDR]", "serve the workspace's tools (read, edit, grep, exec...) to an agent over MCP", cmdMCP},
 		{"status", "[WORKSPACE|MOUNTPOINT]", "ask a workspace's daemon how it is doing: pid, uptime, sizes, commit lag, FUSE traffic, backends, last execs", cmdStatus},
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
