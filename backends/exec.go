@@ -17,6 +17,8 @@ import (
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -517,7 +519,10 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 			m, err := stream.Recv()
 			if err != nil {
 				if o.exit == nil {
-					if err == io.EOF {
+					if o.overflow && status.Code(err) == codes.Canceled {
+						// The host's own cancel, killGrace after the cut.
+						o.err = fmt.Errorf("the backend did not end an exec it was told to kill (its output went past the limit; SIGKILL was sent %s before)", killGrace)
+					} else if err == io.EOF {
 						o.err = errors.New("the backend ended the exec without an exit message")
 					} else {
 						o.err = fmt.Errorf("exec stream broke: %w", err)

@@ -642,7 +642,7 @@ func (c *checker) checkTimeout(ctx context.Context) (string, string) {
 	}
 	e := o.res.Exit
 	if why := c.stillUp(r0); why != "" {
-		return Fail, "the plugin did not end the exec on SIGTERM nor on SIGKILL, and the host killed it: " + why
+		return Fail, "after the timeout's SIGTERM and SIGKILL, the plugin was not running as before (a plugin must end the exec on them): " + why
 	}
 	switch {
 	case !e.TimedOut:
@@ -667,7 +667,7 @@ func (c *checker) checkOutputLimit(ctx context.Context) (string, string) {
 		return Fail, o.String()
 	}
 	if why := c.stillUp(r0); why != "" {
-		return Fail, "the plugin did not stop the command when the host cut its output and sent SIGKILL: " + why
+		return Fail, "after the host cut the output and sent SIGKILL, the plugin was not running as before (a plugin must end the exec on SIGKILL): " + why
 	}
 	want := seqText(n)[:limit]
 	switch {
