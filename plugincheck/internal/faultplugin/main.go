@@ -251,4 +251,3 @@ func (s *server) run(st stream, start *pb.ExecStart, stdin <-chan []byte, signal
 	st.Send(stderr([]byte("unknown command " + argv[0] + "\n")))
 	return &pb.Exit{ExitCode: 127}
 }
-
