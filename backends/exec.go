@@ -440,6 +440,26 @@ func EffectiveLimits(desc *pb.Description) *pb.Limits {
 	return resolveLimits(desc, &Request{})
 }
 
+// EffectiveMaxLimits are the most an exec on a backend described by desc
+// may ask for: its maximums, within the host's own caps (which apply
+// where it states none: the output limit, the timeout).
+func EffectiveMaxLimits(desc *pb.Description) *pb.Limits {
+	l := &pb.Limits{}
+	if desc.MaxLimits != nil {
+		l = proto.Clone(desc.MaxLimits).(*pb.Limits)
+	}
+	if l.TimeoutMs <= 0 || l.TimeoutMs > hardMaxTimeout.Milliseconds() {
+		l.TimeoutMs = hardMaxTimeout.Milliseconds()
+	}
+	if l.OutputBytes <= 0 || l.OutputBytes > hardMaxOutput {
+		l.OutputBytes = hardMaxOutput
+	}
+	if l.ResultBytes <= 0 || l.ResultBytes > maxResultBytes {
+		l.ResultBytes = maxResultBytes
+	}
+	return l
+}
+
 func resolveLimits(desc *pb.Description, req *Request) *pb.Limits {
 	l := &pb.Limits{}
 	if desc.DefaultLimits != nil {

@@ -349,6 +349,12 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	pc, desc, client, proc, err := b.start(ctx)
 	if err != nil {
 		b.state, b.lastErr = StateFailed, err.Error()
+		// A plugin that described itself under its ID and failed later
+		// (a host without the mount it needs) is still described.
+		var se *StartError
+		if errors.As(err, &se) && se.Stage == StageConfigure && se.Desc != nil {
+			b.desc = se.Desc
+		}
 		b.rt.log.Error("backend failed to start", "backend", b.id, "path", b.path, "err", err)
 		return nil, nil, fmt.Errorf("backend %s: %w", b.id, err)
 	}
