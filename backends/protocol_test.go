@@ -60,6 +60,18 @@ func TestHostDecisions(t *testing.T) {
 			t.Errorf("a command ending on SIGTERM: %v %v; want timed out, signal 15", res.Exit, err)
 		}
 	})
+	t.Run("output limit after exit 0", func(t *testing.T) {
+		// The plugin's last chunk goes past the limit and its Exit 0
+		// follows at once, before the host's SIGKILL can matter: the exec
+		// is cut all the same, and the plugin is not at fault.
+		res, out, _, err := h.exec(t, &backends.Request{Backend: "test", Argv: []string{"overflow-exit0", "4096"}, OutputLimit: 1000})
+		if err != nil || !res.Exit.Truncated || backends.ExitStatus(res.Exit) != backends.StatusOutputCut || out != strings.Repeat("o", 1000) {
+			t.Errorf("overflow then exit 0: %v %v, %d bytes out; want truncated, status 141, 1000 bytes", res.Exit, err, len(out))
+		}
+		if bi := h.info(t, "test"); bi.State != backends.StateReady || bi.Restarts != 0 {
+			t.Errorf("the plugin was blamed: %v", bi)
+		}
+	})
 	t.Run("graceful stop", func(t *testing.T) {
 		h.rt.Close()
 		pid, graceful, ok := h.rt.Stopped("test")

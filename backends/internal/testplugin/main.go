@@ -186,6 +186,10 @@ func (s *server) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutpu
 				}
 			}
 		}
+	case "overflow-exit0": // N bytes of output at once, then exit 0 at once
+		n, _ := strconv.Atoi(argv[1])
+		stream.Send(out([]byte(strings.Repeat("o", n))))
+		return stream.Send(exit(0))
 	case "kind": // the kind the exec was sent with
 		stream.Send(out([]byte(st.Kind + "\n")))
 		return stream.Send(exit(0))
