@@ -333,7 +333,11 @@ func (c *checker) start(ctx context.Context) bool {
 	if desc.NeedsMount {
 		mnt = "the mount"
 	}
-	c.add(CheckConfigure, Pass, fmt.Sprintf("settings %v, %s, HostFS broker", c.opts.Settings, mnt))
+	set := "no settings"
+	if len(c.opts.Settings) > 0 {
+		set = fmt.Sprintf("settings %v", c.opts.Settings)
+	}
+	c.add(CheckConfigure, Pass, fmt.Sprintf("%s, %s, the HostFS broker", set, mnt))
 	return st != Fail
 }
 

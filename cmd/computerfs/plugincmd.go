@@ -74,6 +74,10 @@ func pluginCheck(ctx context.Context, e *env, opts pluginCheckOptions) error {
 	}
 	if failed := rep.Failed(); len(failed) > 0 {
 		if !opts.JSON {
+			if opts.Probes == "" && len(rep.Checks) > 5 {
+				fmt.Fprintf(e.stdout, "\nThe checks ran the default commands for the kinds the plugin accepts; a plugin with commands of its own\n"+
+					"gives them in a probes file: --probes FILE (pluginapi/PROTOCOL.md, section 11).\n")
+			}
 			fmt.Fprintf(e.stderr, "computerfs plugin check: %s fails: %s\n", rep.Path, strings.Join(failed, ", "))
 		}
 		return exitCode(1)
