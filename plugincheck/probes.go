@@ -1,7 +1,9 @@
 package plugincheck
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -57,11 +59,39 @@ func LoadProbes(path string) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
+	p, err := ParseProbes(b)
+	if err != nil {
+		return nil, fmt.Errorf("probes %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParseProbes decodes probes: one JSON object, no unknown field, every
+// probe given with an argv.
+func ParseProbes(b []byte) (*Probes, error) {
 	var p Probes
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("probes %s: %w", path, err)
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	for kind, h := range p.Hello {
+		if len(h.Argv) == 0 {
+			return nil, fmt.Errorf("hello.%s: no argv", kind)
+		}
+	}
+	for name, pr := range map[string]*Probe{"seq": p.Seq, "seq_stderr": p.SeqStderr, "cat": p.Cat, "exit": p.Exit, "sleep": p.Sleep, "read": p.Read, "write": p.Write} {
+		if pr != nil && len(pr.Argv) == 0 {
+			return nil, fmt.Errorf("%s: no argv", name)
+		}
+	}
+	for _, c := range p.ExitCodes {
+		if c < 0 || c > 255 {
+			return nil, fmt.Errorf("exit_codes: %d is not a status (0 to 255)", c)
+		}
 	}
 	return &p, nil
 }
