@@ -17,6 +17,8 @@ import (
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -82,7 +84,10 @@ const (
 	maxResultBytes     = 16 << 20
 	killGrace          = 2 * time.Second
 	timeoutGrace       = 500 * time.Millisecond
-	maxChanges         = 10000
+	// termGrace is how long a command that timed out has between the
+	// host's SIGTERM and its SIGKILL.
+	termGrace  = 2 * time.Second
+	maxChanges = 10000
 )
 
 // Exit statuses that mean the same on every backend, whatever the
@@ -296,17 +301,22 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.deny(req, execID, id, reason, rule, err)
 		return nil, err
 	}
+	kind, err := resolveKind(id, desc, req.Kind)
+	if err != nil {
+		r.deny(req, execID, id, reason, "kind", err)
+		return nil, err
+	}
 	limits := resolveLimits(desc, req)
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = "/"
 	}
 	argv := req.Argv
-	if kind := req.Kind; (kind == "script" || kind == "" && len(desc.GetAccepts()) > 0 && desc.GetAccepts()[0] == "script") && req.File == "" {
+	if kind == "script" && req.File == "" {
 		argv = []string{scriptOf(argv)}
 	}
 	start := &pb.ExecStart{
-		ExecId: res.ID, Argv: argv, Kind: req.Kind, Cwd: path.Clean("/" + cwd), Env: env,
+		ExecId: res.ID, Argv: argv, Kind: kind, Cwd: path.Clean("/" + cwd), Env: env,
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
 	if id == "shell" && req.File == "" {
@@ -360,6 +370,28 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	return res, nil
 }
 
+// ErrKind is the cause of an exec whose kind its backend does not accept.
+var ErrKind = errors.New("kind not accepted")
+
+// resolveKind is the kind an exec is sent with: the one asked for, which
+// the backend must list in accepts, or the first it lists. A plugin is
+// never sent a kind it did not list, nor an empty one.
+func resolveKind(id string, desc *pb.Description, kind string) (string, error) {
+	accepts := desc.GetAccepts()
+	if kind == "" {
+		if len(accepts) == 0 {
+			return "", fmt.Errorf("%w: backend %s accepts no kind of command", ErrKind, id)
+		}
+		return accepts[0], nil
+	}
+	for _, k := range accepts {
+		if k == kind {
+			return kind, nil
+		}
+	}
+	return "", fmt.Errorf("%w: backend %s runs %s, not %q", ErrKind, id, strings.Join(accepts, " or "), kind)
+}
+
 // recordTimeout bounds the commit that records an exec's end.
 const recordTimeout = time.Minute
 
@@ -406,6 +438,26 @@ func buildEnv(pol BackendPolicy, reqEnv map[string]string) (map[string]string, e
 // none, within its maximums and the host's.
 func EffectiveLimits(desc *pb.Description) *pb.Limits {
 	return resolveLimits(desc, &Request{})
+}
+
+// EffectiveMaxLimits are the most an exec on a backend described by desc
+// may ask for: its maximums, within the host's own caps (which apply
+// where it states none: the output limit, the timeout).
+func EffectiveMaxLimits(desc *pb.Description) *pb.Limits {
+	l := &pb.Limits{}
+	if desc.MaxLimits != nil {
+		l = proto.Clone(desc.MaxLimits).(*pb.Limits)
+	}
+	if l.TimeoutMs <= 0 || l.TimeoutMs > hardMaxTimeout.Milliseconds() {
+		l.TimeoutMs = hardMaxTimeout.Milliseconds()
+	}
+	if l.OutputBytes <= 0 || l.OutputBytes > hardMaxOutput {
+		l.OutputBytes = hardMaxOutput
+	}
+	if l.ResultBytes <= 0 || l.ResultBytes > maxResultBytes {
+		l.ResultBytes = maxResultBytes
+	}
+	return l
 }
 
 func resolveLimits(desc *pb.Description, req *Request) *pb.Limits {
@@ -487,7 +539,10 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 			m, err := stream.Recv()
 			if err != nil {
 				if o.exit == nil {
-					if err == io.EOF {
+					if o.overflow && status.Code(err) == codes.Canceled {
+						// The host's own cancel, killGrace after the cut.
+						o.err = fmt.Errorf("the backend did not end an exec it was told to kill (its output went past the limit; SIGKILL was sent %s before)", killGrace)
+					} else if err == io.EOF {
 						o.err = errors.New("the backend ended the exec without an exit message")
 					} else {
 						o.err = fmt.Errorf("exec stream broke: %w", err)
@@ -604,8 +659,9 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 	timeout := time.Duration(limits.TimeoutMs) * time.Millisecond
 	timer := time.NewTimer(timeout + timeoutGrace)
 	defer timer.Stop()
-	var killTimer <-chan time.Time
+	var killTimer, termTimer <-chan time.Time
 	timedOut, cancelled := false, false
+	lastSignal := syscall.Signal(0) // the last the host sent for the timeout
 	signal := func(s syscall.Signal) {
 		send(&pb.ExecInput{Msg: &pb.ExecInput_Signal{Signal: int32(s)}})
 	}
@@ -630,7 +686,7 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				// honoured SIGTERM), else it took SIGKILL.
 				exit.TimedOut = true
 				if exit.Signal == 0 {
-					exit.Signal = int32(syscall.SIGKILL)
+					exit.Signal = int32(lastSignal)
 				}
 				exit.Reason = fmt.Sprintf("timed out after %s", timeout)
 			} else if exit.TimedOut && exit.Reason == "" {
@@ -644,6 +700,11 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				// backend says of the kill it was sent ("cancelled").
 				exit.Truncated = true
 				exit.Reason = fmt.Sprintf("output went past the limit of %d bytes", limits.OutputBytes)
+			}
+			if exit.Signal > 0 && exit.Signal < 128 {
+				// One convention whatever the plugin says: a command a
+				// signal ended has the status a shell gives it.
+				exit.ExitCode = 128 + exit.Signal
 			}
 			exit.DurationNs = int64(time.Since(t0))
 			return exit, o.result
@@ -664,10 +725,20 @@ func (r *Runtime) run(ctx context.Context, b *backend, pc *pluginapi.Client, sta
 				killTimer = time.After(killGrace)
 			}
 		case <-timer.C:
+			// SIGTERM first, SIGKILL termGrace later if the command is
+			// still running, and the plugin's process group killGrace
+			// after that if the plugin has not ended the exec.
 			timedOut = true
+			lastSignal = syscall.SIGTERM
 			signal(syscall.SIGTERM)
+			termTimer = time.After(termGrace)
+		case <-termTimer:
+			termTimer = nil
+			lastSignal = syscall.SIGKILL
 			signal(syscall.SIGKILL)
-			killTimer = time.After(killGrace)
+			if killTimer == nil {
+				killTimer = time.After(killGrace)
+			}
 		case <-killTimer:
 			// The backend ignored the kill: it hangs. Kill its process
 			// group; the next exec starts a fresh one.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,9 @@ type procRunner struct {
 	// is killed and before go-plugin learns of it: whoever sees the group
 	// gone can rely on the backend seeing its plugin gone.
 	exited chan struct{}
+	// forced is set when Kill found the plugin still running: it did not
+	// exit by itself, nor on go-plugin's graceful Shutdown.
+	forced atomic.Bool
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -89,6 +93,9 @@ func (r *procRunner) Wait(context.Context) error {
 func (r *procRunner) Kill(context.Context) error {
 	if r.pgid <= 0 {
 		return nil
+	}
+	if !r.hasExited() {
+		r.forced.Store(true)
 	}
 	if err := syscall.Kill(-r.pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill plugin process group %d: %w", r.pgid, err)

@@ -51,6 +51,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -144,8 +145,8 @@ func New(opts Options) (*Runtime, error) {
 			continue
 		}
 		for _, e := range ents {
-			id, ok := strings.CutPrefix(e.Name(), Prefix)
-			if !ok || id == "" || !validID(id) {
+			id, ok := ParseName(e.Name())
+			if !ok {
 				continue
 			}
 			if _, dup := r.backends[id]; dup {
@@ -162,6 +163,17 @@ func New(opts Options) (*Runtime, error) {
 	r.log.Debug("backends found", "ids", r.ids())
 	r.auditPolicy("loaded")
 	return r, nil
+}
+
+// ParseName returns the ID a plugin executable's file name gives it:
+// computerfs-plugin-ID, with ID of lower-case letters, digits, '-' and
+// '_'. ok is false for any other name, which discovery ignores.
+func ParseName(name string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(name, Prefix)
+	if !ok || id == "" || !validID(id) {
+		return "", false
+	}
+	return id, true
 }
 
 // validID accepts the IDs a file name can carry: lower-case letters,
@@ -210,6 +222,8 @@ type backend struct {
 	restarts int64
 	started  bool // started at least once
 	pid      int  // of the plugin process last started
+	// stopped is the process Close stopped, for Stopped.
+	stopped *procRunner
 }
 
 // List describes every backend; with describe, backends not started yet
@@ -286,6 +300,25 @@ func (r *Runtime) get(id string) (*backend, error) {
 	return b, nil
 }
 
+// The steps of a plugin's start, in order, as StartError names them.
+const (
+	StageHandshake = "handshake" // run, go-plugin's handshake line, the TLS connection
+	StageHealth    = "health"    // grpc.health.v1.Health/Check("plugin") says SERVING
+	StageDescribe  = "describe"  // Describe, its ID, its accepts
+	StageConfigure = "configure" // the policy's mount and root, then Configure
+)
+
+// StartError is why a plugin failed to start: the step (Stage*), the
+// description if Describe answered, and the cause.
+type StartError struct {
+	Stage string
+	Desc  *pb.Description
+	Err   error
+}
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
 // startTimeout bounds a plugin's start, handshake, Describe and Configure.
 const startTimeout = 20 * time.Second
 
@@ -316,6 +349,12 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	pc, desc, client, proc, err := b.start(ctx)
 	if err != nil {
 		b.state, b.lastErr = StateFailed, err.Error()
+		// A plugin that described itself under its ID and failed later
+		// (a host without the mount it needs) is still described.
+		var se *StartError
+		if errors.As(err, &se) && se.Stage == StageConfigure && se.Desc != nil {
+			b.desc = se.Desc
+		}
 		b.rt.log.Error("backend failed to start", "backend", b.id, "path", b.path, "err", err)
 		return nil, nil, fmt.Errorf("backend %s: %w", b.id, err)
 	}
@@ -363,57 +402,77 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResultBytes + 64<<10)),
 		},
 	})
-	fail := func(err error) (*pluginapi.Client, *pb.Description, *plugin.Client, *procRunner, error) {
+	var desc *pb.Description
+	fail := func(stage string, err error) (*pluginapi.Client, *pb.Description, *plugin.Client, *procRunner, error) {
 		client.Kill()
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, &StartError{Stage: stage, Desc: desc, Err: err}
 	}
 	rpc, err := client.Client()
 	if err != nil {
-		return fail(fmt.Errorf("start %s: %w", b.path, err))
+		return fail(StageHandshake, fmt.Errorf("start %s: %w", b.path, err))
 	}
 	if proc != nil && proc.cmd.Process != nil {
 		b.pid = proc.cmd.Process.Pid
 	}
+	// The health service, as go-plugin's Ping asks it, but bounded by
+	// the start's deadline: a plugin that does not serve it, or does not
+	// say SERVING, is not a go-plugin plugin we can rely on.
+	if gc, ok := rpc.(*plugin.GRPCClient); ok {
+		hr, err := healthpb.NewHealthClient(gc.Conn).Check(ctx, &healthpb.HealthCheckRequest{Service: plugin.GRPCServiceName})
+		if err != nil {
+			return fail(StageHealth, fmt.Errorf("grpc.health.v1.Health/Check(%q): %w", plugin.GRPCServiceName, err))
+		}
+		if hr.Status != healthpb.HealthCheckResponse_SERVING {
+			return fail(StageHealth, fmt.Errorf("grpc.health.v1.Health/Check(%q) says %s, not SERVING", plugin.GRPCServiceName, hr.Status))
+		}
+	}
 	raw, err := rpc.Dispense(pluginapi.PluginName)
 	if err != nil {
-		return fail(fmt.Errorf("dispense: %w", err))
+		return fail(StageHandshake, fmt.Errorf("dispense: %w", err))
 	}
 	pc, ok := raw.(*pluginapi.Client)
 	if !ok {
-		return fail(fmt.Errorf("dispense: unexpected %T", raw))
+		return fail(StageHandshake, fmt.Errorf("dispense: unexpected %T", raw))
 	}
-	desc, err := pc.Backend.Describe(ctx, &pb.DescribeRequest{HostProtocol: uint32(client.NegotiatedVersion())})
+	desc, err = pc.Backend.Describe(ctx, &pb.DescribeRequest{HostProtocol: uint32(client.NegotiatedVersion())})
 	if err != nil {
-		return fail(fmt.Errorf("describe: %w", err))
+		desc = nil
+		return fail(StageDescribe, fmt.Errorf("describe: %w", err))
 	}
 	if desc.Id != b.id {
-		return fail(fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
+		return fail(StageDescribe, fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
+	}
+	if len(desc.Accepts) == 0 {
+		return fail(StageDescribe, errors.New("the plugin describes no kind of command it accepts (accepts is empty)"))
 	}
 	pol := b.rt.opts.Policy.For(b.id)
 	// Path rules bind the mount too: a backend under them gets a view of
 	// the workspace under them, never the plain mount; one that does not
 	// need the mount gets none (HostFS, its door, checks them).
+	// Only a backend that says needs_mount is given the mount: one that
+	// works through HostFS must not reach around it (path rules, tokens).
 	base := b.rt.opts.MountPath
+	if !desc.NeedsMount {
+		base = ""
+	}
 	rules, err := b.rt.opts.Policy.PathRules(b.id)
 	if err != nil {
-		return fail(err)
+		return fail(StageConfigure, err)
 	}
 	if rules != nil && base != "" {
 		switch {
-		case !desc.NeedsMount:
-			base = ""
 		case b.rt.opts.ViewMount == nil:
-			return fail(fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
+			return fail(StageConfigure, fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
 		default:
 			if base, err = b.rt.opts.ViewMount(b.id, rules); err != nil {
-				return fail(fmt.Errorf("policy view of the workspace: %w", err))
+				return fail(StageConfigure, fmt.Errorf("policy view of the workspace: %w", err))
 			}
 		}
 	}
 	mountPath, err := policyMountPath(base, pol.Root)
 	if err != nil {
 		if desc.NeedsMount {
-			return fail(fmt.Errorf("policy root %s: %w", pol.Root, err))
+			return fail(StageConfigure, fmt.Errorf("policy root %s: %w", pol.Root, err))
 		}
 		// A backend that works through HostFS gets no mount rather than
 		// more of it than its root; its execs fail on the root there.
@@ -422,7 +481,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	}
 	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
 	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
-		return fail(fmt.Errorf("configure: %w", err))
+		return fail(StageConfigure, fmt.Errorf("configure: %w", err))
 	}
 	return pc, desc, client, proc, nil
 }
@@ -527,6 +586,7 @@ func (r *Runtime) Close() {
 			defer b.mu.Unlock()
 			if b.client != nil {
 				b.client.Kill()
+				b.stopped = b.proc
 				b.client, b.proc = nil, nil
 			}
 			if b.state == StateReady {
@@ -535,6 +595,38 @@ func (r *Runtime) Close() {
 		}()
 	}
 	wg.Wait()
+}
+
+// Plugin starts backend id if it is not running and returns its client
+// and description: the plugin itself, without the host's checks of
+// each exec. It is for tools that test a plugin against the protocol
+// (computerfs plugin check), not for running commands: use Exec.
+func (r *Runtime) Plugin(ctx context.Context, id string) (*pluginapi.Client, *pb.Description, error) {
+	b, err := r.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.ensure(ctx)
+}
+
+// Stopped says, after Close, how backend id's plugin process ended:
+// graceful when it exited by itself on go-plugin's Shutdown, before the
+// host had to kill its process group; ok is false when Close found no
+// process to stop.
+func (r *Runtime) Stopped(id string) (pid int, graceful, ok bool) {
+	r.mu.Lock()
+	b := r.backends[id]
+	r.mu.Unlock()
+	if b == nil {
+		return 0, false, false
+	}
+	b.mu.Lock()
+	p := b.stopped
+	b.mu.Unlock()
+	if p == nil || p.cmd.Process == nil {
+		return 0, false, false
+	}
+	return p.cmd.Process.Pid, !p.forced.Load(), true
 }
 
 // newToken registers an exec's view of the workspace for HostFS.

@@ -561,6 +561,10 @@ func TestWrongID(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `says its ID is "someone-else"`) || !strings.Contains(err.Error(), `"wrongid"`) {
 			t.Fatalf("exec %d on a plugin that lies about its ID: %v", i, err)
 		}
+		var se *backends.StartError
+		if !errors.As(err, &se) || se.Stage != backends.StageDescribe || se.Desc.GetId() != "someone-else" {
+			t.Errorf("exec %d: %#v, want a StartError at %q with the description", i, se, backends.StageDescribe)
+		}
 		if left := waitNoPlugins(h.owner, 5*time.Second); len(left) != 0 {
 			t.Fatalf("processes left after a failed start: %v", left)
 		}
@@ -733,7 +737,9 @@ func TestPolicyEnvAndDisabled(t *testing.T) {
 }
 
 // The policy's root and read_only reach Configure: the mount path is the
-// root's directory of the mount, and read_only is a setting.
+// root's directory of the mount, and read_only is a setting. Only a
+// backend that says needs_mount is given the mount (the test plugin does
+// under IDs mnt-*).
 func TestPolicyReachesConfigure(t *testing.T) {
 	t.Parallel()
 	mnt, err := filepath.EvalSymlinks(t.TempDir())
@@ -743,24 +749,25 @@ func TestPolicyReachesConfigure(t *testing.T) {
 	os.MkdirAll(filepath.Join(mnt, "sub", "deeper"), 0o755)
 	os.Symlink("sub/deeper", filepath.Join(mnt, "inside"))
 	pol := backends.Policy{Backends: map[string]backends.BackendPolicy{
-		"test":       {Root: "/sub", ReadOnly: true, Settings: map[string]string{"network": "host"}},
-		"other":      {Root: "/sub/../inside"},
+		"mnt-test":   {Root: "/sub", ReadOnly: true, Settings: map[string]string{"network": "host"}},
+		"mnt-other":  {Root: "/sub/../inside"},
 		"needsmount": {Root: "sub/deeper/.."},
 		"hostfsonly": {Root: "/wsonly"}, // in the workspace, not on this mount
-		"ro":         {ReadOnly: true, Settings: map[string]string{"read_only": "false"}},
+		"mnt-ro":     {ReadOnly: true, Settings: map[string]string{"read_only": "false"}},
 	}}
-	ids := []string{"test", "other", "needsmount", "hostfsonly", "ro", "plain"}
+	ids := []string{"mnt-test", "mnt-other", "needsmount", "hostfsonly", "mnt-ro", "mnt-plain", "plain"}
 	h := newHarness(t, []string{pluginDir(t, ids...)}, func(o *backends.Options) { o.Policy = pol; o.MountPath = mnt })
 	for _, d := range []string{"/sub/deeper/f", "/inside/f", "/wsonly/f"} {
 		writeWS(t, h.ws, d, "x")
 	}
 	for _, tc := range []struct{ id, want string }{
-		{"test", "mount=" + mnt + "/sub\nnetwork=host\nread_only=true\n"},
-		{"other", "mount=" + mnt + "/sub/deeper\n"},
+		{"mnt-test", "mount=" + mnt + "/sub\nnetwork=host\nread_only=true\n"},
+		{"mnt-other", "mount=" + mnt + "/sub/deeper\n"},
 		{"needsmount", "mount=" + mnt + "/sub\n"},
 		{"hostfsonly", "mount=\n"},
-		{"ro", "mount=" + mnt + "\nread_only=true\n"},
-		{"plain", "mount=" + mnt + "\n"},
+		{"mnt-ro", "mount=" + mnt + "\nread_only=true\n"},
+		{"mnt-plain", "mount=" + mnt + "\n"},
+		{"plain", "mount=\n"}, // does not need the mount: none
 	} {
 		res, out, errOut, err := h.exec(t, &backends.Request{Backend: tc.id, Argv: []string{"configure"}})
 		if err != nil || backends.ExitStatus(res.Exit) != 0 {
@@ -771,7 +778,7 @@ func TestPolicyReachesConfigure(t *testing.T) {
 			t.Errorf("%s: Configure got\n%s\nwant\n%s", tc.id, out, tc.want)
 		}
 	}
-	if s := pol.Backends["ro"].Settings["read_only"]; s != "false" {
+	if s := pol.Backends["mnt-ro"].Settings["read_only"]; s != "false" {
 		t.Errorf("For changed the policy's own settings: read_only=%q", s)
 	}
 }

@@ -155,7 +155,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 		src = strings.Join(st.Argv, " ")
 		main = path.Join(cwd, "[inline].mjs")
 	}
-	r := &run{ctx: ctx, x: x, lim: lim, cwd: cwd, main: main, mainSrc: src}
+	r := &run{ctx: ctx, x: x, lim: lim, cwd: cwd, main: main, mainSrc: src, stopCh: make(chan struct{})}
 	return r.exec(), nil
 }
 
@@ -211,7 +211,8 @@ type run struct {
 	vm      *quickjs.VM
 
 	mu        sync.Mutex
-	stopped   string // why the exec was stopped from outside the VM
+	stopped   string        // why the exec was stopped from outside the VM
+	stopCh    chan struct{} // closed when stopped is set: wakes a wait for a timer
 	timedOut  bool
 	signal    syscall.Signal
 	outLeft   int64
@@ -236,6 +237,9 @@ func (r *run) stop(reason string) {
 	r.mu.Lock()
 	if r.stopped == "" {
 		r.stopped = reason
+		if r.stopCh != nil {
+			close(r.stopCh)
+		}
 	}
 	r.mu.Unlock()
 	r.vm.Interrupt()
@@ -396,6 +400,9 @@ func (r *run) loop(mainJSON string) error {
 				t.Stop()
 				r.stop("cancelled")
 				return nil
+			case <-r.stopCh: // a signal or the time limit
+				t.Stop()
+				return nil
 			}
 			if r.stopReason() != "" {
 				return nil
@@ -423,6 +430,7 @@ func (r *run) exit(runErr error) *pb.Exit {
 		}
 		if sig != 0 {
 			exit.Signal = int32(sig)
+			exit.ExitCode = 128 + int32(sig)
 		}
 		return exit
 	case runErr != nil:

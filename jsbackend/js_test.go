@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -619,4 +620,22 @@ func TestInputLimit(t *testing.T) {
 	if string(o.res.Result) != "1000" {
 		t.Fatalf("%s", o)
 	}
+}
+
+// A signal ends a module that waits on a timer (no JavaScript running to
+// interrupt), as a process would end: signal set, status 128+signal.
+func TestSignalWhileWaiting(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		sigs := make(chan syscall.Signal, 1)
+		time.AfterFunc(300*time.Millisecond, func() { sigs <- sig })
+		t0 := time.Now()
+		o := run(t, &backends.Request{Argv: []string{`await new Promise(r => setTimeout(r, 1e9))`}, Signals: sigs, Timeout: 20 * time.Second})
+		if o.res.Exit.Signal != int32(sig) || o.code != 128+int(sig) || o.res.Exit.TimedOut {
+			t.Errorf("%s: %s", sig, o)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("%s ended the module after %s", sig, d)
+		}
+	}
+	healthy(t)
 }

@@ -222,7 +222,13 @@ func (s *backendServer) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.Ex
 		return err
 	}
 	t0 := time.Now()
-	exit, err := s.runExec(ctx, x)
+	var exit *pb.Exit
+	if refusal := s.refuseKind(ctx, start.Kind); refusal != "" {
+		// PROTOCOL.md 7: a kind the backend does not list ends at once, 2.
+		exit = &pb.Exit{ExitCode: 2, Reason: refusal}
+	} else {
+		exit, err = s.runExec(ctx, x)
+	}
 	stdinR.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		exit = &pb.Exit{ExitCode: 126, Reason: err.Error()}
@@ -242,6 +248,25 @@ func (s *backendServer) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.Ex
 		}
 	}
 	return out.send(&pb.ExecOutput{Msg: &pb.ExecOutput_Exit{Exit: exit}})
+}
+
+// refuseKind says why an exec of kind must be refused ("" if it must
+// not): the backend does not list it in accepts. An empty kind is the
+// first it lists.
+func (s *backendServer) refuseKind(ctx context.Context, kind string) string {
+	if kind == "" {
+		return ""
+	}
+	d, err := s.impl.Describe(ctx)
+	if err != nil || d == nil || len(d.Accepts) == 0 {
+		return "" // the backend decides
+	}
+	for _, k := range d.Accepts {
+		if k == kind {
+			return ""
+		}
+	}
+	return fmt.Sprintf("backend %s runs %s, not %q", d.Id, strings.Join(d.Accepts, " or "), kind)
 }
 
 // runExec calls the backend, turning a panic into an error for this exec

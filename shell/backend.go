@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 			"for real binaries (git, node, make, compilers). Not supported: background jobs, coproc, file descriptors " +
 			"above 2, printf -v, PIPESTATUS, >(...); <(...) runs its list to the end before the command reads it. " +
 			"~user is not expanded. An exec's variables and captured output are bounded by its memory limit.",
-		Accepts:       []string{"script"},
+		Accepts:       []string{"script", "argv"},
 		Features:      []string{"stdin", "memory-limit", "commands:" + strings.Join(Commands(), ",")},
 		DefaultLimits: &pb.Limits{TimeoutMs: DefaultTimeout.Milliseconds(), OutputBytes: DefaultOutputBytes, MaxCommands: DefaultMaxCommands, MaxLoopIterations: DefaultMaxLoopIterations, MemoryBytes: DefaultMemoryBytes},
 		MaxLimits:     &pb.Limits{TimeoutMs: time.Hour.Milliseconds(), OutputBytes: 1 << 30, MaxCommands: 100_000_000, MaxLoopIterations: 1_000_000_000, MemoryBytes: 4 << 30},
@@ -132,9 +133,11 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	// SIGINT and SIGTERM end the script: there is no process to signal.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var stoppedBy atomic.Int32 // the signal that ended the script
 	go func() {
 		select {
 		case s := <-x.Signals:
+			stoppedBy.Store(int32(s))
 			cancel(&limitError{reason: fmt.Sprintf("stopped by %s", s)})
 		case <-ctx.Done():
 		}
@@ -153,7 +156,12 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	exit := &pb.Exit{ExitCode: int32(out.ExitCode), TimedOut: out.TimedOut, Truncated: out.Truncated, Reason: out.Reason, OomKilled: out.MemoryLimit}
 	var le *limitError
 	if cause := context.Cause(ctx); errors.As(cause, &le) && strings.HasPrefix(le.reason, "stopped by ") {
-		exit.Signal = int32(syscall.SIGTERM)
+		// Ended by the signal, as a process would be: 128+signal.
+		exit.Signal = stoppedBy.Load()
+		if exit.Signal == 0 {
+			exit.Signal = int32(syscall.SIGTERM)
+		}
+		exit.ExitCode = 128 + exit.Signal
 		exit.Reason = le.reason
 	}
 	return exit, nil

@@ -24,6 +24,7 @@ func commands(e *env) []*cobra.Command {
 		newFSCmd(e),
 		newBackendsCmd(e),
 		newExecCmd(e),
+		newPluginCmd(e),
 		newMCPCmd(e),
 		newStatusCmd(e),
 		newFsckCmd(e),

@@ -137,10 +137,20 @@ func runBackends(ctx context.Context, e *env, o backendsOptions, args []string) 
 		list = x.rt.List(ctx, describe)
 	}
 	if asJSON {
+		// Every field of Limits; every field of Description below.
 		type limits struct {
-			TimeoutMs   int64 `json:"timeout_ms,omitempty"`
-			OutputBytes int64 `json:"output_bytes,omitempty"`
-			MemoryBytes int64 `json:"memory_bytes,omitempty"`
+			TimeoutMs         int64 `json:"timeout_ms,omitempty"`
+			OutputBytes       int64 `json:"output_bytes,omitempty"`
+			MemoryBytes       int64 `json:"memory_bytes,omitempty"`
+			MaxCommands       int64 `json:"max_commands,omitempty"`
+			MaxLoopIterations int64 `json:"max_loop_iterations,omitempty"`
+			InputBytes        int64 `json:"input_bytes,omitempty"`
+			ResultBytes       int64 `json:"result_bytes,omitempty"`
+			CPUMillis         int64 `json:"cpu_millis,omitempty"`
+			MaxPids           int64 `json:"max_pids,omitempty"`
+		}
+		toLimits := func(l *pb.Limits) *limits {
+			return &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes, l.MaxCommands, l.MaxLoopIterations, l.InputBytes, l.ResultBytes, l.CpuMillis, l.MaxPids}
 		}
 		type info struct {
 			ID          string   `json:"id"`
@@ -153,6 +163,7 @@ func runBackends(ctx context.Context, e *env, o backendsOptions, args []string) 
 			Features    []string `json:"features,omitempty"`
 			Defaults    *limits  `json:"default_limits,omitempty"`
 			Max         *limits  `json:"max_limits,omitempty"`
+			NeedsMount  *bool    `json:"needs_mount,omitempty"`
 			LastError   string   `json:"last_error,omitempty"`
 			Execs       int64    `json:"execs"`
 			Restarts    int64    `json:"restarts"`
@@ -163,13 +174,11 @@ func runBackends(ctx context.Context, e *env, o backendsOptions, args []string) 
 			i := info{ID: b.Id, State: b.State, Path: b.Path, LastError: b.LastError, Execs: b.Execs, Restarts: b.Restarts, Pid: b.Pid}
 			if d := b.Description; d != nil {
 				i.Name, i.Version, i.Description, i.Accepts, i.Features = d.Name, d.Version, d.Description, d.Accepts, d.Features
-				// What an exec gets: the host's defaults where the
-				// backend states none (its output limit, say).
-				l := backends.EffectiveLimits(d)
-				i.Defaults = &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes}
-				if l := d.MaxLimits; l != nil {
-					i.Max = &limits{l.TimeoutMs, l.OutputBytes, l.MemoryBytes}
-				}
+				i.NeedsMount = &d.NeedsMount
+				// What is enforced: the host's defaults and caps where the
+				// backend states none (the container's output limit, say).
+				i.Defaults = toLimits(backends.EffectiveLimits(d))
+				i.Max = toLimits(backends.EffectiveMaxLimits(d))
 			}
 			out = append(out, i)
 		}
@@ -184,7 +193,9 @@ func runBackends(ctx context.Context, e *env, o backendsOptions, args []string) 
 	for _, b := range list {
 		timeout, output, desc := "-", "-", b.LastError
 		if d := b.Description; d != nil {
-			desc = d.Description
+			if b.LastError == "" {
+				desc = d.Description
+			}
 			l := backends.EffectiveLimits(d)
 			timeout = fmt.Sprintf("%s", time.Duration(l.TimeoutMs)*time.Millisecond)
 			output = humanBytes(l.OutputBytes)

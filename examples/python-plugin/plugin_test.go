@@ -379,3 +379,26 @@ func TestPythonPlugin(t *testing.T) {
 		h.want(h.run(nil, "exec", "-b", "pyupper", "--", "exit", "3"), "", 3, "exit without a daemon")
 	})
 }
+
+// `computerfs plugin check` passes every check on the installed plugin,
+// with the probes of check.json.
+func TestPythonPluginCheck(t *testing.T) {
+	h := setup(t)
+	r := h.run(nil, "plugin", "check", filepath.Join(h.pluginDir, "computerfs-plugin-pyupper"), "--probes", "check.json", "--json")
+	var rep struct {
+		OK     bool `json:"ok"`
+		Checks []struct{ Name, Status, Reason string }
+		Log    string `json:"log"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("plugin check: %v\n%s", err, r)
+	}
+	for _, c := range rep.Checks {
+		if c.Status != "pass" {
+			t.Errorf("check %s: %s: %s", c.Name, c.Status, c.Reason)
+		}
+	}
+	if r.code != 0 || !rep.OK || len(rep.Checks) < 16 {
+		t.Fatalf("plugin check: exit %d, ok %v, %d checks\n%s", r.code, rep.OK, len(rep.Checks), rep.Log)
+	}
+}

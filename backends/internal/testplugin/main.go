@@ -68,7 +68,7 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.Description
 		Id: id(), Name: "test", Version: "0", Description: "misbehaves on request",
 		Accepts:       []string{"argv"},
 		DefaultLimits: &pb.Limits{TimeoutMs: 10000, OutputBytes: 1 << 20},
-		NeedsMount:    id() == "needsmount",
+		NeedsMount:    id() == "needsmount" || strings.HasPrefix(id(), "mnt-"),
 	}, nil
 }
 
@@ -184,6 +184,23 @@ func (s *server) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutpu
 				if sig := in.GetSignal(); sig != 0 {
 					return stream.Send(&pb.ExecOutput{Msg: &pb.ExecOutput_Exit{Exit: &pb.Exit{Signal: sig}}})
 				}
+			}
+		}
+	case "overflow-exit0": // N bytes of output at once, then exit 0 at once
+		n, _ := strconv.Atoi(argv[1])
+		stream.Send(out([]byte(strings.Repeat("o", n))))
+		return stream.Send(exit(0))
+	case "kind": // the kind the exec was sent with
+		stream.Send(out([]byte(st.Kind + "\n")))
+		return stream.Send(exit(0))
+	case "ignore-term": // ignores SIGTERM, ends on any other signal
+		for {
+			in, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+			if sig := in.GetSignal(); sig != 0 && sig != int32(syscall.SIGTERM) {
+				return stream.Send(&pb.ExecOutput{Msg: &pb.ExecOutput_Exit{Exit: &pb.Exit{Signal: sig}}})
 			}
 		}
 	case "flood": // writes without end, in legal chunks
