@@ -136,16 +136,22 @@ func (f *FS) attrOfLocked(n *node) Attr {
 // a hole, until that commit: the count is then exact. Other types: their
 // size.
 func (f *FS) blocksLocked(n *node) uint64 {
-	if !n.attr.IsRegular() {
-		return (n.attr.Size + 511) / 512
-	}
 	chunks := n.stored
 	for _, s := range n.slots {
 		if !s.hole {
 			chunks++
 		}
 	}
-	bytes := min(chunks*uint64(f.chunkSize), (n.attr.Size+4095)&^4095)
+	return blocksOf(&n.attr, chunks, f.chunkSize)
+}
+
+// blocksOf is st_blocks of a file of attributes a whose list holds
+// chunks chunks (see blocksLocked).
+func blocksOf(a *Attr, chunks uint64, chunkSize int) uint64 {
+	if !a.IsRegular() {
+		return (a.Size + 511) / 512
+	}
+	bytes := min(chunks*uint64(chunkSize), (a.Size+4095)&^4095)
 	return bytes / 512
 }
 
