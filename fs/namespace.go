@@ -855,7 +855,7 @@ func (f *FS) ReadDirAttrs(ino Ino, after string, limit int) ([]DirEntryAttr, err
 		}
 		list := mergeEntries(stored, over, limit)
 		out = make([]DirEntryAttr, 0, len(list))
-		inodes, sums := tx.Sealed(bucketInodes), tx.Sealed(bucketSums)
+		inodes := tx.Sealed(bucketInodes)
 		for _, e := range list {
 			if n := f.nodes[e.Ino]; n != nil {
 				out = append(out, DirEntryAttr{DirEntry: e, Attr: f.attrOfLocked(n), Target: n.target})
@@ -872,23 +872,17 @@ func (f *FS) ReadDirAttrs(ino Ino, after string, limit int) ([]DirEntryAttr, err
 				f.log.Error("directory entry names no inode", "dir", ino, "name", e.Name, "ino", e.Ino)
 				continue
 			}
-			a, target, err := decodeInode(e.Ino, v)
+			a, target, sum, err := decodeInodeSum(e.Ino, v)
 			if err != nil {
 				f.log.Error("corrupt inode record", "ino", e.Ino, "err", err)
 				return syscall.EIO
 			}
-			if a.IsRegular() {
-				s, err := storedListSum(sums, e.Ino)
-				if err != nil {
-					// The file's reads will fail; its size in blocks
-					// is what its list holds.
-					f.reportDamage(err)
-					s, _ = scanListSum(tx, e.Ino)
-				}
-				a.Blocks = blocksOf(&a, s.Count, f.chunkSize)
-			} else {
-				a.Blocks = blocksOf(&a, 0, f.chunkSize)
+			if a.IsRegular() && !sum.Known {
+				// A record without a summary (version 1): the list
+				// as it is.
+				sum.listSum, _ = scanListSum(tx, e.Ino)
 			}
+			a.Blocks = blocksOf(&a, sum.Count, f.chunkSize)
 			out = append(out, DirEntryAttr{DirEntry: e, Attr: a, Target: target})
 		}
 		return nil
