@@ -42,7 +42,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 6
+const FormatVersion = 7
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -380,6 +380,7 @@ var migrations = map[uint32]func(tx *bolt.Tx) error{
 	3: migrateBirthEpochs,
 	4: migrateCompactEnvelopes,
 	5: migrateRoot,
+	6: migrateFoldListSums,
 }
 
 // migrateRoot stores the root identifier of a format 5 store's records

@@ -67,10 +67,11 @@ type checker struct {
 	cs     uint64
 
 	inodes   map[Ino]*Attr
-	names    map[Ino]dirName // one name of each named inode
-	lostWhy  map[Ino]string  // why an inode goes to /lost+found
-	rebuilt  []Ino           // rebuilt records, sent to /lost+found
-	deferred []func() error  // writes held until a walk ends
+	sums     map[Ino]inodeSum // regular files' summaries, from their records
+	names    map[Ino]dirName  // one name of each named inode
+	lostWhy  map[Ino]string   // why an inode goes to /lost+found
+	rebuilt  []Ino            // rebuilt records, sent to /lost+found
+	deferred []func() error   // writes held until a walk ends
 	progress func(phase string, done, total uint64)
 }
 
@@ -140,6 +141,7 @@ func (c *checker) run() error {
 	// Inodes.
 	c.progress("inodes", 0, 0)
 	c.inodes = make(map[Ino]*Attr)
+	c.sums = make(map[Ino]inodeSum)
 	var maxIno Ino
 	var badInodes [][]byte
 	damagedInodes := make(map[Ino]bool)
@@ -157,13 +159,16 @@ func (c *checker) run() error {
 			badInodes = append(badInodes, bytes.Clone(k))
 			return nil
 		}
-		a, _, err := decodeInode(ino, v)
+		a, _, sum, err := decodeInodeSum(ino, v)
 		if err != nil {
 			c.problem("%v", err)
 			badInodes = append(badInodes, bytes.Clone(k))
 			return nil
 		}
 		c.inodes[ino] = &a
+		if a.IsRegular() {
+			c.sums[ino] = sum
+		}
 		return nil
 	})
 	c.rep.Inodes = len(c.inodes)
@@ -387,40 +392,19 @@ func (c *checker) run() error {
 	if err := historyChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
 		c.problem("snapshot history: %v", err)
 	}
-	// Summaries against the lists: a record lost or changed (its key
-	// damaged, its page misrouted) shows only here.
-	c.tx.Sealed(bucketSums).Walk(func(k, v []byte, damage error) error {
-		if len(k) != 8 {
-			c.problem("chunk list summary key %x is malformed", k)
-			return nil
-		}
-		ino := keyIno(k)
-		var want listSum
-		err := damage
-		if err == nil {
-			want, err = decodeListSum(v)
-		}
+	// Summaries (in the inode records) against the lists: a record lost
+	// or changed (its key damaged, its page misrouted) shows only here.
+	for ino, want := range c.sums {
 		got := listSum{}
 		if s := sums[ino]; s != nil {
 			got = *s
 		}
-		delete(sums, ino)
-		if _, ok := quarantine[ino]; ok || c.inodes[ino] == nil {
-			return nil
+		if _, ok := quarantine[ino]; ok || !want.Known {
+			continue // a record of version 1 has no summary to check
 		}
-		switch {
-		case err != nil:
-			c.problem("%s: its chunk list summary is damaged (%v)", c.path(ino), err)
-		case got != want:
+		if got != want.listSum {
 			c.problem("%s: its chunk list has %d records, its summary %d: a record was lost or changed", c.path(ino), got.Count, want.Count)
 			quarantine[ino] = "its chunk list disagreed with its summary (a record was lost or changed): ranges may read as zeros"
-		}
-		return nil
-	})
-	for ino := range sums {
-		if _, ok := quarantine[ino]; !ok && c.inodes[ino] != nil {
-			c.problem("%s: its chunk list has no summary", c.path(ino))
-			quarantine[ino] = "its chunk list had no summary (a record of it was lost): ranges may read as zeros"
 		}
 	}
 	if c.repair {
@@ -649,21 +633,10 @@ func (c *checker) checkRoot() error {
 	return nil
 }
 
-// rebuildSums writes every chunk list summary anew from the lists as
-// repaired (the files whose lists could not be trusted are in
-// /lost+found by then, or about to be).
+// rebuildSums writes every chunk list summary (in the regular files'
+// inode records) anew from the lists as repaired (the files whose lists
+// could not be trusted are in /lost+found by then, or about to be).
 func (c *checker) rebuildSums() error {
-	b := c.tx.Sealed(bucketSums)
-	var keys [][]byte
-	b.Walk(func(k, _ []byte, _ error) error {
-		keys = append(keys, bytes.Clone(k))
-		return nil
-	})
-	changed := false
-	old := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		old[string(k)] = true
-	}
 	fresh := make(map[Ino]*listSum)
 	if err := c.tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
 		if damage == nil && len(k) == 16 && len(v) == chunkstore.IDSize {
@@ -677,19 +650,28 @@ func (c *checker) rebuildSums() error {
 	}); err != nil {
 		return err
 	}
-	for ino, s := range fresh {
-		k := inoKey(ino)
-		delete(old, string(k))
-		if cur, err := storedListSum(b, ino); err == nil && cur == *s {
+	inodes := c.tx.Sealed(bucketInodes)
+	changed := false
+	for ino, a := range c.inodes {
+		if !a.IsRegular() {
 			continue
 		}
-		if err := b.Put(k, s.encode()); err != nil {
-			return err
+		v, err := inodes.Get(inoKey(ino))
+		if err != nil || v == nil {
+			continue
 		}
-		changed = true
-	}
-	for k := range old {
-		if err := b.Delete([]byte(k)); err != nil {
+		ra, target, cur, err := decodeInodeSum(ino, v)
+		if err != nil {
+			continue
+		}
+		want := inodeSum{Known: true}
+		if s := fresh[ino]; s != nil {
+			want.listSum = *s
+		}
+		if cur == want {
+			continue
+		}
+		if err := inodes.Put(inoKey(ino), encodeInode(&ra, target, want)); err != nil {
 			return err
 		}
 		changed = true
@@ -799,9 +781,14 @@ func (c *checker) rebuildInode(ino Ino, typ uint32, parent Ino) *Attr {
 
 func (c *checker) putAttr(a *Attr) error {
 	// A symlink keeps its target; a damaged record has none to keep.
+	// A file keeps its summary; a damaged record has none (version 1),
+	// until rebuildSums writes it.
 	v, _ := c.tx.Sealed(bucketInodes).Get(inoKey(a.Ino))
-	_, target, _ := decodeInode(a.Ino, v)
-	return c.tx.Sealed(bucketInodes).Put(inoKey(a.Ino), encodeInode(a, target))
+	_, target, sum, err := decodeInodeSum(a.Ino, v)
+	if err != nil {
+		target, sum = "", inodeSum{}
+	}
+	return c.tx.Sealed(bucketInodes).Put(inoKey(a.Ino), encodeInode(a, target, sum))
 }
 
 // relinkLost names unreachable inodes in /lost+found, creating it if needed.

@@ -584,17 +584,9 @@ func undoPlan(tx *chunkstore.Tx, rec *ExecRecord, force bool) (*rewindPlan, []st
 				plan.mergeBase[keyIno(k.key)] = then
 				continue
 			}
-			if bytes.Equal(k.bucket, bucketSums) {
-				// The chunk list's summary follows the list: the
-				// list's records say whether the file conflicts.
-				if !force {
-					continue
-				}
-			} else {
-				conflictKeys = append(conflictKeys, k)
-				if !force {
-					continue
-				}
+			conflictKeys = append(conflictKeys, k)
+			if !force {
+				continue
 			}
 		}
 		k.then = then

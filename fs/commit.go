@@ -202,10 +202,11 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	}
 	tx.SetRecorder(rec)
 	var unref []chunkstore.ID
-	// sums are the changes to chunk list summaries (fsums), written
-	// last: a record's old value counts out, its new one in. A damaged
-	// old record cannot be counted out, so its file's summary stops
-	// matching, as it must: the file is damaged.
+	// sums are the changes to chunk list summaries (in the inode
+	// records), written with the inodes after the lists: a record's old
+	// value counts out, its new one in. A damaged old record cannot be
+	// counted out, so its file's summary stops matching, as it must: the
+	// file is damaged.
 	sums := make(map[Ino]*listSum)
 	sum := func(ino Ino) *listSum {
 		s := sums[ino]
@@ -220,26 +221,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	// default fill of 50% would leave every leaf half empty and a commit
 	// write twice the pages it fills (records updated in place keep
 	// their size).
-	for _, name := range [][]byte{bucketInodes, bucketChunks, bucketSums} {
+	for _, name := range [][]byte{bucketInodes, bucketChunks} {
 		if b := tx.Bucket(name); b != nil {
 			b.FillPercent = 1.0
-		}
-	}
-	inodes := tx.Sealed(bucketInodes)
-	orphans := tx.Sealed(bucketOrphans)
-	for _, in := range snap.inodes {
-		k := inoKey(in.attr.Ino)
-		if err := inodes.Put(k, encodeInode(&in.attr, in.target)); err != nil {
-			return err
-		}
-		var err error
-		if in.attr.Nlink == 0 {
-			err = orphans.Put(k, nil)
-		} else {
-			err = orphans.Delete(k)
-		}
-		if err != nil {
-			return err
 		}
 	}
 	dirents := tx.Sealed(bucketDirents)
@@ -332,33 +316,13 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		dropOld(kept)
 		sum(s.ino).add(s.idx, s.prep.ID[:], +1)
 	}
+	if err := f.applyInodes(tx, snap, sums); err != nil {
+		return err
+	}
 	for _, ino := range snap.dead {
 		if err := f.deleteInode(tx, ino, &unref); err != nil {
 			return err
 		}
-		delete(sums, ino)
-	}
-	snap.stored = make(map[Ino]int64, len(sums))
-	fsums := tx.Sealed(bucketSums)
-	for ino, d := range sums {
-		k := inoKey(ino)
-		cur, err := storedListSum(fsums, ino)
-		if err != nil {
-			// Left as it is: it no longer matches, which is the truth.
-			f.reportDamage(err)
-			continue
-		}
-		cur.Count += d.Count // wraps for removals: d counts them as -1s
-		cur.Mix ^= d.Mix
-		if cur == (listSum{}) {
-			err = fsums.Delete(k)
-		} else {
-			err = fsums.Put(k, cur.encode())
-		}
-		if err != nil {
-			return err
-		}
-		snap.stored[ino] = int64(d.Count)
 	}
 	first, err := applyJournal(tx, snap.journal, f.jn.keep)
 	if err != nil {
@@ -384,6 +348,111 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 				f.log.Error("dropping a reference to a missing chunk", "chunk", id.String())
 				continue
 			}
+			return err
+		}
+	}
+	return nil
+}
+
+// applyInodes writes the snapshot's inode records, and the chunk list
+// summaries of the files whose lists changed (sums: the changes) into
+// their records, rewriting the records of files whose attributes did not
+// change. A record with no summary yet (version 1: see inodeSum) gets
+// the summary of its list as the commit leaves it.
+func (f *FS) applyInodes(tx *chunkstore.Tx, snap *snapshot, sums map[Ino]*listSum) error {
+	inodes := tx.Sealed(bucketInodes)
+	orphans := tx.Sealed(bucketOrphans)
+	snap.stored = make(map[Ino]int64, len(sums))
+	dead := make(map[Ino]bool, len(snap.dead))
+	for _, ino := range snap.dead {
+		dead[ino] = true
+	}
+	// summed gives ino's summary after this commit from its record now
+	// (old: nil for a new inode).
+	summed := func(ino Ino, old []byte) (inodeSum, error) {
+		cur := inodeSum{Known: true}
+		if old != nil {
+			var err error
+			if _, _, cur, err = decodeInodeSum(ino, old); err != nil {
+				f.log.Error("corrupt inode record", "ino", ino, "err", err)
+				cur = inodeSum{}
+			}
+		}
+		d := sums[ino]
+		if d != nil {
+			snap.stored[ino] = int64(d.Count)
+		}
+		switch {
+		case !cur.Known:
+			s, err := scanListSum(tx, ino)
+			if err != nil {
+				return inodeSum{}, nil // left unknown: the list is damaged, fsck's to tell
+			}
+			return inodeSum{listSum: s, Known: true}, nil
+		case d != nil:
+			cur.Count += d.Count // wraps for removals: d counts them as -1s
+			cur.Mix ^= d.Mix
+		}
+		return cur, nil
+	}
+	for _, in := range snap.inodes {
+		ino := in.attr.Ino
+		k := inoKey(ino)
+		sum := inodeSum{Known: true}
+		if in.attr.IsRegular() && !dead[ino] {
+			old, err := inodes.Get(k)
+			if err != nil {
+				// The summary it held is lost with it: the list is
+				// taken as it is (the record written is version 1).
+				f.reportDamage(err)
+				old = nil
+				sum = inodeSum{}
+				if d := sums[ino]; d != nil {
+					snap.stored[ino] = int64(d.Count)
+				}
+			} else if sum, err = summed(ino, old); err != nil {
+				return err
+			}
+		}
+		delete(sums, ino)
+		if err := inodes.Put(k, encodeInode(&in.attr, in.target, sum)); err != nil {
+			return err
+		}
+		var err error
+		if in.attr.Nlink == 0 {
+			err = orphans.Put(k, nil)
+		} else {
+			err = orphans.Delete(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Files whose lists changed and attributes did not (a chunk
+	// prepared after the commit of its write's attributes).
+	for ino, d := range sums {
+		if dead[ino] {
+			continue
+		}
+		k := inoKey(ino)
+		old, err := inodes.Get(k)
+		if err != nil || old == nil {
+			// Damaged: left as it is, it no longer matches, which is
+			// the truth. Missing: nothing to summarise.
+			f.reportDamage(err)
+			snap.stored[ino] = int64(d.Count)
+			continue
+		}
+		a, target, err := decodeInode(ino, old)
+		if err != nil {
+			f.log.Error("corrupt inode record", "ino", ino, "err", err)
+			continue
+		}
+		sum, err := summed(ino, old)
+		if err != nil {
+			return err
+		}
+		if err := inodes.Put(k, encodeInode(&a, target, sum)); err != nil {
 			return err
 		}
 	}

@@ -226,20 +226,9 @@ func (f *FS) load(opts Options) error {
 				return err
 			}
 		}
-		buildSums := tx.Bucket(bucketSums) == nil
-		for _, name := range append([][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketSums, bucketSnapshots}, versions.Buckets...) {
+		for _, name := range append([][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketSnapshots}, versions.Buckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
-			}
-		}
-		if buildSums {
-			// A store from before the summaries (format 2, upgraded).
-			n, err := buildListSums(tx)
-			if err != nil {
-				return fmt.Errorf("build the chunk list summaries: %w", err)
-			}
-			if n > 0 {
-				f.log.Info("built chunk list summaries", "files", n)
 			}
 		}
 		if err := f.loadJournal(tx); err != nil {
@@ -253,7 +242,7 @@ func (f *FS) load(opts Options) error {
 		if v == nil {
 			now := time.Now().UnixNano()
 			root := Attr{Ino: RootIno, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Btime: now, Parent: RootIno}
-			if err := tx.Sealed(bucketInodes).Put(inoKey(RootIno), encodeInode(&root, "")); err != nil {
+			if err := tx.Sealed(bucketInodes).Put(inoKey(RootIno), encodeInode(&root, "", inodeSum{Known: true})); err != nil {
 				return err
 			}
 			limit := opts.Limit
@@ -409,9 +398,6 @@ func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) err
 		return err
 	}
 	if err := tx.Sealed(bucketOrphans).Delete(prefix); err != nil {
-		return err
-	}
-	if err := tx.Sealed(bucketSums).Delete(prefix); err != nil {
 		return err
 	}
 	return tx.Sealed(bucketInodes).Delete(prefix)
@@ -579,13 +565,15 @@ func describeKey(bucket string, k []byte) string {
 	return sealed.KeyString(k)
 }
 
-// storedListSum is ino's chunk list summary as stored (zero if none).
-func storedListSum(fsums sealed.Bucket, ino Ino) (listSum, error) {
-	v, err := fsums.Get(inoKey(ino))
+// storedListSum is ino's chunk list summary as its inode record holds
+// it (not Known if it has none, or no record).
+func storedListSum(tx *chunkstore.Tx, ino Ino) (inodeSum, error) {
+	v, err := tx.Sealed(bucketInodes).Get(inoKey(ino))
 	if err != nil || v == nil {
-		return listSum{}, err
+		return inodeSum{}, err
 	}
-	return decodeListSum(v)
+	_, _, s, err := decodeInodeSum(ino, v)
+	return s, err
 }
 
 // scanListSum is the summary of ino's chunk list as it is in the store.
@@ -605,42 +593,16 @@ func scanListSum(tx *chunkstore.Tx, ino Ino) (listSum, error) {
 	return s, nil
 }
 
-// buildListSums writes the summary of every chunk list, from the lists;
-// it returns how many files have one.
-func buildListSums(tx *chunkstore.Tx) (int, error) {
-	sums := make(map[Ino]*listSum)
-	err := tx.Sealed(bucketChunks).Walk(func(k, v []byte, damage error) error {
-		if damage != nil || len(k) != 16 {
-			return nil // fsck's to report; the file's summary then differs
-		}
-		ino := keyIno(k)
-		if sums[ino] == nil {
-			sums[ino] = &listSum{}
-		}
-		sums[ino].add(binary.BigEndian.Uint64(k[8:]), v, +1)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	b := tx.Sealed(bucketSums)
-	for ino, s := range sums {
-		if err := b.Put(inoKey(ino), s.encode()); err != nil {
-			return 0, err
-		}
-	}
-	return len(sums), nil
-}
-
 // checkBuckets fails unless the store has every bucket of an initialised
-// workspace and none other. The journal and the summaries may be missing
-// (stores older than them; both are rebuilt or restarted).
+// workspace and none other. The journal may be missing (stores older
+// than it; it is restarted). The summaries' bucket (fsums) of format 6
+// and before is gone: format 7 keeps them in the inode records.
 func checkBuckets(tx *chunkstore.Tx) error {
 	want := map[string]bool{"meta": true, "chunks": true, "chunkidx": true}
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSums): true, string(bucketSnapshots): true, string(audit.BucketName): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

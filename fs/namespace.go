@@ -788,3 +788,127 @@ func (f *FS) Release(ino Ino) {
 	}
 	f.maybeForgetLocked(n)
 }
+
+// DirEntryAttr is a directory entry with the attributes of the inode it
+// names, and a symlink's target.
+type DirEntryAttr struct {
+	DirEntry
+	Attr   Attr
+	Target string
+}
+
+// ReadDirAttrs lists up to limit entries (0: all) of directory ino whose
+// names sort after after ("" from the first), in name order, without "."
+// and "..", each with its inode's attributes (Blocks filled in) and a
+// symlink's target: ReadDir and a GetAttr per entry, in one call. The
+// listing and the attributes of every entry not in memory come from one
+// read transaction under one hold of mu, so they agree: an entry never
+// names an inode that is gone or unlinked. Paging by name (after = the
+// last name returned) is stable while entries come and go. Inodes read
+// for it are not kept in memory, and their chunk lists are not checked
+// against their summaries (a read of the file does that).
+func (f *FS) ReadDirAttrs(ino Ino, after string, limit int) ([]DirEntryAttr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.dirLocked(ino)
+	if err != nil {
+		return nil, err
+	}
+	defer f.maybeForgetLocked(d)
+	// The uncommitted entries after after, in name order.
+	var over []DirEntry
+	for name, ch := range d.entries {
+		if ch.d.Ino != 0 && name > after {
+			over = append(over, DirEntry{Name: name, Ino: ch.d.Ino, Type: ch.d.Type})
+		}
+	}
+	sort.Slice(over, func(i, j int) bool { return over[i].Name < over[j].Name })
+	var out []DirEntryAttr
+	err = f.view(func(tx *chunkstore.Tx) error {
+		// The first limit stored entries not overlaid: with the first
+		// limit of the overlay they hold the first limit of the listing.
+		var stored []DirEntry
+		prefix := inoKey(ino)
+		c := tx.Sealed(bucketDirents).Cursor()
+		for k, v, err := c.Seek(direntKey(ino, after)); k != nil && bytes.HasPrefix(k, prefix); k, v, err = c.Next() {
+			if limit > 0 && len(stored) == limit {
+				break
+			}
+			// A damaged entry fails the listing (EIO) rather than hide
+			// a file from it.
+			if err != nil {
+				return err
+			}
+			name := string(k[8:])
+			if name <= after {
+				continue
+			}
+			if _, ok := d.entries[name]; ok {
+				continue
+			}
+			de, err := decodeDirent(v)
+			if err != nil {
+				f.log.Error("corrupt directory entry", "dir", ino, "name", name, "err", err)
+				continue
+			}
+			stored = append(stored, DirEntry{Name: name, Ino: de.Ino, Type: de.Type})
+		}
+		list := mergeEntries(stored, over, limit)
+		out = make([]DirEntryAttr, 0, len(list))
+		inodes := tx.Sealed(bucketInodes)
+		for _, e := range list {
+			if n := f.nodes[e.Ino]; n != nil {
+				out = append(out, DirEntryAttr{DirEntry: e, Attr: f.attrOfLocked(n), Target: n.target})
+				continue
+			}
+			if f.dead[e.Ino] {
+				continue
+			}
+			v, err := inodes.Get(inoKey(e.Ino))
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				f.log.Error("directory entry names no inode", "dir", ino, "name", e.Name, "ino", e.Ino)
+				continue
+			}
+			a, target, sum, err := decodeInodeSum(e.Ino, v)
+			if err != nil {
+				f.log.Error("corrupt inode record", "ino", e.Ino, "err", err)
+				return syscall.EIO
+			}
+			if a.IsRegular() && !sum.Known {
+				// A record without a summary (version 1): the list
+				// as it is.
+				sum.listSum, _ = scanListSum(tx, e.Ino)
+			}
+			a.Blocks = blocksOf(&a, sum.Count, f.chunkSize)
+			out = append(out, DirEntryAttr{DirEntry: e, Attr: a, Target: target})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeEntries merges two lists sorted by name (no name in both) and
+// keeps the first limit (0: all).
+func mergeEntries(a, b []DirEntry, limit int) []DirEntry {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]DirEntry, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if len(b) == 0 || len(a) > 0 && a[0].Name < b[0].Name {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}

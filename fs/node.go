@@ -99,7 +99,7 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		if v == nil {
 			return syscall.ENOENT
 		}
-		a, target, err := decodeInode(ino, v)
+		a, target, sum, err := decodeInodeSum(ino, v)
 		if err != nil {
 			f.log.Error("corrupt inode record", "ino", ino, "err", err)
 			return syscall.EIO
@@ -107,7 +107,7 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
 		n.orphan = a.Nlink == 0 && !a.IsDir()
 		if a.IsRegular() {
-			n.stored, n.damaged = verifyListSum(tx, ino)
+			n.stored, n.damaged = verifyListSum(tx, ino, sum)
 		}
 		return nil
 	})
@@ -136,33 +136,37 @@ func (f *FS) attrOfLocked(n *node) Attr {
 // a hole, until that commit: the count is then exact. Other types: their
 // size.
 func (f *FS) blocksLocked(n *node) uint64 {
-	if !n.attr.IsRegular() {
-		return (n.attr.Size + 511) / 512
-	}
 	chunks := n.stored
 	for _, s := range n.slots {
 		if !s.hole {
 			chunks++
 		}
 	}
-	bytes := min(chunks*uint64(f.chunkSize), (n.attr.Size+4095)&^4095)
+	return blocksOf(&n.attr, chunks, f.chunkSize)
+}
+
+// blocksOf is st_blocks of a file of attributes a whose list holds
+// chunks chunks (see blocksLocked).
+func blocksOf(a *Attr, chunks uint64, chunkSize int) uint64 {
+	if !a.IsRegular() {
+		return (a.Size + 511) / 512
+	}
+	bytes := min(chunks*uint64(chunkSize), (a.Size+4095)&^4095)
 	return bytes / 512
 }
 
-// verifyListSum checks ino's chunk list against its summary and returns
-// its number of records, and what is wrong if they disagree.
-func verifyListSum(tx *chunkstore.Tx, ino Ino) (uint64, error) {
+// verifyListSum checks ino's chunk list against its summary (from its
+// inode record) and returns its number of records, and what is wrong if
+// they disagree. A record without a summary (version 1) takes the list
+// as it is.
+func verifyListSum(tx *chunkstore.Tx, ino Ino, want inodeSum) (uint64, error) {
 	got, err := scanListSum(tx, ino)
-	if err != nil {
+	if err != nil || !want.Known {
 		return got.Count, err
 	}
-	want, err := storedListSum(tx.Sealed(bucketSums), ino)
-	if err != nil {
-		return got.Count, err
-	}
-	if got != want {
-		return got.Count, &sealed.DamageError{Bucket: string(bucketSums), Key: inoKey(ino),
-			Why: fmt.Sprintf("the file's chunk list has %d records (mix %016x), its summary says %d (mix %016x): a record was lost or changed", got.Count, got.Mix, want.Count, want.Mix)}
+	if got != want.listSum {
+		return got.Count, &sealed.DamageError{Bucket: string(bucketInodes), Key: inoKey(ino),
+			Why: fmt.Sprintf("the file's chunk list has %d records (mix %016x), its inode's summary says %d (mix %016x): a record was lost or changed", got.Count, got.Mix, want.Count, want.Mix)}
 	}
 	return got.Count, nil
 }

@@ -15,7 +15,9 @@ var (
 	bucketXattrs  = []byte("xattrs")
 	bucketOrphans = []byte("orphans")
 	bucketMeta    = []byte("meta")
-	bucketSums    = []byte("fsums")
+	// bucketSums held the chunk list summaries in format 6 and before;
+	// a diff reads the versions snapshots kept of it from then.
+	bucketSums = []byte("fsums")
 	// bucketSnapshots: name → snapshot record (snapshot.go).
 	bucketSnapshots = []byte("snapshots")
 )
@@ -60,14 +62,38 @@ func (a *Attr) IsDir() bool     { return a.Mode&syscall.S_IFMT == syscall.S_IFDI
 func (a *Attr) IsRegular() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFREG }
 func (a *Attr) IsSymlink() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }
 
-const inodeRecordVersion = 1
+// Inode record versions: 2 from format 7, whose regular files carry
+// their chunk list's summary; 1 before (format 6 and older: the summary
+// was a record of the fsums bucket). A version 1 record can still be met
+// in a store of format 7: a version a snapshot kept from before the
+// upgrade, put back by a restore or an undo.
+const (
+	inodeRecordV1      = 1
+	inodeRecordVersion = 2
+)
 const inodeFixedSize = 1 + 4*5 + 8*6
 
+// inodeSum is a regular file's chunk list summary as its inode record
+// holds it. Known is false for a version 1 record, which has none: the
+// list is then taken as it is (read from the store) until the next
+// commit of the file writes one.
+type inodeSum struct {
+	listSum
+	Known bool
+}
+
 // encodeInode lays out an inode record: a version byte, the fixed fields
-// big-endian, then the symlink target (empty for other types).
-func encodeInode(a *Attr, target string) []byte {
-	b := make([]byte, 0, inodeFixedSize+len(target))
-	b = append(b, inodeRecordVersion)
+// big-endian, then a symlink's target, or a regular file's chunk list
+// summary (empty when the list is: else uvarint count, 8-byte mix).
+// A regular file's record whose summary is not known is written in
+// version 1, without one.
+func encodeInode(a *Attr, target string, sum inodeSum) []byte {
+	b := make([]byte, 0, inodeFixedSize+len(target)+binary.MaxVarintLen64+8)
+	version := byte(inodeRecordVersion)
+	if a.IsRegular() && !sum.Known {
+		version = inodeRecordV1
+	}
+	b = append(b, version)
 	b = binary.BigEndian.AppendUint32(b, a.Mode)
 	b = binary.BigEndian.AppendUint32(b, a.Nlink)
 	b = binary.BigEndian.AppendUint32(b, a.Uid)
@@ -79,17 +105,28 @@ func encodeInode(a *Attr, target string) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Ctime))
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Btime))
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Parent))
+	if a.IsRegular() && version == inodeRecordVersion && sum.listSum != (listSum{}) {
+		b = binary.AppendUvarint(b, sum.Count)
+		return binary.BigEndian.AppendUint64(b, sum.Mix)
+	}
 	return append(b, target...)
 }
 
 var errBadRecord = errors.New("malformed record")
 
 func decodeInode(ino Ino, b []byte) (Attr, string, error) {
+	a, target, _, err := decodeInodeSum(ino, b)
+	return a, target, err
+}
+
+// decodeInodeSum is decodeInode with a regular file's chunk list
+// summary.
+func decodeInodeSum(ino Ino, b []byte) (Attr, string, inodeSum, error) {
 	if len(b) < inodeFixedSize {
-		return Attr{}, "", fmt.Errorf("inode %d: %w: %d bytes", ino, errBadRecord, len(b))
+		return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: %d bytes", ino, errBadRecord, len(b))
 	}
-	if b[0] != inodeRecordVersion {
-		return Attr{}, "", fmt.Errorf("inode %d: %w: record version %d", ino, errBadRecord, b[0])
+	if b[0] != inodeRecordVersion && b[0] != inodeRecordV1 {
+		return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: record version %d", ino, errBadRecord, b[0])
 	}
 	a := Attr{Ino: ino}
 	p := b[1:]
@@ -99,16 +136,36 @@ func decodeInode(ino Ino, b []byte) (Attr, string, error) {
 	a.Size = u64()
 	a.Atime, a.Mtime, a.Ctime, a.Btime = int64(u64()), int64(u64()), int64(u64()), int64(u64())
 	a.Parent = Ino(u64())
-	target := string(p)
 	switch a.Mode & syscall.S_IFMT {
 	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK, syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK:
 	default:
-		return Attr{}, "", fmt.Errorf("inode %d: %w: file type %#o", ino, errBadRecord, a.Mode&syscall.S_IFMT)
+		return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: file type %#o", ino, errBadRecord, a.Mode&syscall.S_IFMT)
 	}
+	sum := inodeSum{Known: true}
+	if a.IsRegular() {
+		switch {
+		case b[0] == inodeRecordV1:
+			sum.Known = false
+			if len(p) != 0 {
+				return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: target on a non-symlink", ino, errBadRecord)
+			}
+		case len(p) != 0:
+			c, n := binary.Uvarint(p)
+			if n <= 0 || len(p) != n+8 {
+				return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: chunk list summary of %d bytes", ino, errBadRecord, len(p))
+			}
+			sum.Count, sum.Mix = c, binary.BigEndian.Uint64(p[n:])
+			if sum.listSum == (listSum{}) {
+				return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: an empty chunk list summary written out", ino, errBadRecord)
+			}
+		}
+		return a, "", sum, nil
+	}
+	target := string(p)
 	if target != "" && !a.IsSymlink() {
-		return Attr{}, "", fmt.Errorf("inode %d: %w: target on a non-symlink", ino, errBadRecord)
+		return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: target on a non-symlink", ino, errBadRecord)
 	}
-	return a, target, nil
+	return a, target, sum, nil
 }
 
 func inoKey(ino Ino) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ino)) }
@@ -158,7 +215,8 @@ func u64(b []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(b), true
 }
 
-// listSum summarises a file's chunk list (the fsums bucket): how many
+// listSum summarises a file's chunk list (in its inode record; the fsums
+// bucket before format 7): how many
 // records it has and the XOR of a mix of each record's index and chunk
 // ID. A record that vanished (its key damaged, its page misrouted) or
 // changed reads as a hole or as another chunk without any seal failing;

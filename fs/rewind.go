@@ -232,7 +232,7 @@ func applyRewind(tx *chunkstore.Tx, plan *rewindPlan, isOpen func(Ino) bool) (*r
 		}
 		a.Nlink = uint32(links)
 		a.Mtime, a.Ctime = t, t
-		if err := inodes.Put(k, encodeInode(&a, target)); err != nil {
+		if err := inodes.Put(k, encodeInode(&a, target, inodeSum{Known: true})); err != nil { // a directory: no summary
 			return nil, err
 		}
 		eff.records++
@@ -248,12 +248,12 @@ func applyRewind(tx *chunkstore.Tx, plan *rewindPlan, isOpen func(Ino) bool) (*r
 			}
 			continue
 		}
-		a, target, err := decodeInode(ino, v)
+		a, target, sum, err := decodeInodeSum(ino, v)
 		if err != nil {
 			return nil, err
 		}
 		a.Nlink, a.Ctime = 0, t
-		if err := inodes.Put(k, encodeInode(&a, target)); err != nil {
+		if err := inodes.Put(k, encodeInode(&a, target, sum)); err != nil { // its list is left as it is
 			return nil, err
 		}
 		if err := tx.Sealed(bucketOrphans).Put(k, nil); err != nil {
@@ -396,6 +396,14 @@ func changedKeys(tx *chunkstore.Tx, epoch uint64) ([]rewindTarget, error) {
 		bn := versions.Name(id)
 		if bn == "" {
 			return fmt.Errorf("change of unknown bucket id %d: %w", id, errBadRecord)
+		}
+		if bn == string(bucketSums) {
+			// A summary of format 6 and before, kept for a snapshot
+			// from before the upgrade: from format 7 a file's summary
+			// is in its inode record, and an inode record put back
+			// from then has none (version 1: its list is taken as
+			// it is).
+			return nil
 		}
 		if k := string(id) + string(key); !seen[k] {
 			seen[k] = true
@@ -585,12 +593,13 @@ func (f *FS) afterRewindLocked(eff *rewindEffects) []string {
 			if err != nil || v == nil {
 				return err
 			}
-			if a, target, err = decodeInode(ino, v); err != nil {
+			var sum inodeSum
+			if a, target, sum, err = decodeInodeSum(ino, v); err != nil {
 				return err
 			}
 			found = true
 			if a.IsRegular() {
-				stored, damaged = verifyListSum(tx, ino)
+				stored, damaged = verifyListSum(tx, ino, sum)
 			}
 			return nil
 		})

@@ -118,7 +118,7 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 	var suspects []Ino // chunk lists that disagreed with their summary
 	usesBad := make(map[Ino][]string)
 	usedBad := make(map[chunkstore.ID]bool)
-	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSums, bucketSnapshots, audit.BucketName} {
+	for _, name := range [][]byte{[]byte("meta"), []byte("chunkidx"), bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans, bucketJournal, bucketSnapshots, audit.BucketName} {
 		after = nil
 		var cur Ino
 		var sum listSum
@@ -127,8 +127,8 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 				return nil
 			}
 			rep.Files++
-			want, err := storedListSum(tx.Sealed(bucketSums), cur)
-			if err != nil || want != sum {
+			want, err := storedListSum(tx, cur)
+			if err != nil || want.Known && want.listSum != sum {
 				suspects = append(suspects, cur)
 			}
 			cur, sum = 0, listSum{}
@@ -257,7 +257,11 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 			if seen[ino] {
 				continue // its damaged record is reported below
 			}
-			if _, err := verifyListSum(tx, ino); err != nil {
+			want, err := storedListSum(tx, ino)
+			if err == nil {
+				_, err = verifyListSum(tx, ino, want)
+			}
+			if err != nil {
 				if _, gone, _ := inodeGone(tx, ino); !gone {
 					rep.Damage = append(rep.Damage, fmt.Sprintf("%s: %v", c.path(ino), err))
 				}

@@ -573,11 +573,11 @@ func (n *namer) path(ino Ino) (string, bool, error) {
 // sameContent says whether inode ino's record and chunk list are the
 // same at two states (ra, rb: its records there).
 func sameContent(atA, atB *versions.At, ino Ino, ra, rb []byte) (bool, error) {
-	aa, ta, err := decodeInode(ino, ra)
+	aa, ta, suma, err := decodeInodeSum(ino, ra)
 	if err != nil {
 		return false, err
 	}
-	ab, tb, err := decodeInode(ino, rb)
+	ab, tb, sumb, err := decodeInodeSum(ino, rb)
 	if err != nil {
 		return false, err
 	}
@@ -593,15 +593,29 @@ func sameContent(atA, atB *versions.At, ino Ino, ra, rb []byte) (bool, error) {
 	if aa != ab || ta != tb {
 		return false, nil
 	}
-	sa, err := atA.Get(bucketSums, inoKey(ino))
+	sa, err := summaryAt(atA, ino, suma)
 	if err != nil {
 		return false, err
 	}
-	sb, err := atB.Get(bucketSums, inoKey(ino))
+	sb, err := summaryAt(atB, ino, sumb)
 	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(sa, sb), nil
+	return sa == sb, nil
+}
+
+// summaryAt is the chunk list summary of file ino at a state, given the
+// one its inode record there holds: a record of version 1 (format 6 and
+// before) has it in the fsums bucket of then.
+func summaryAt(at *versions.At, ino Ino, s inodeSum) (listSum, error) {
+	if s.Known {
+		return s.listSum, nil
+	}
+	v, err := at.Get(bucketSums, inoKey(ino))
+	if err != nil || v == nil {
+		return listSum{}, err
+	}
+	return decodeListSum(v)
 }
 
 // patcher makes the patches of one diff.

@@ -149,12 +149,12 @@ func TestDiffWalkFallback(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		a, target, err := decodeInode(legacy.Ino, v)
+		a, target, sum, err := decodeInodeSum(legacy.Ino, v)
 		if err != nil {
 			return err
 		}
 		a.Parent = 0
-		return b.Put(inoKey(legacy.Ino), encodeInode(&a, target))
+		return b.Put(inoKey(legacy.Ino), encodeInode(&a, target, sum))
 	})
 	st.Close()
 	if err != nil {

@@ -499,12 +499,12 @@ func modifyInode(t *testing.T, tx *bolt.Tx, ino Ino, fn func(a *Attr)) {
 	t.Helper()
 	b := sealed.In(tx, bucketInodes)
 	v, _ := b.Get(inoKey(ino))
-	a, target, err := decodeInode(ino, v)
+	a, target, sum, err := decodeInodeSum(ino, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fn(&a)
-	if err := b.Put(inoKey(ino), encodeInode(&a, target)); err != nil {
+	if err := b.Put(inoKey(ino), encodeInode(&a, target, sum)); err != nil {
 		t.Fatal(err)
 	}
 }

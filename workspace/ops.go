@@ -56,15 +56,20 @@ func TypeName(mode uint32) string {
 }
 
 func (w *WS) info(p string, a *fs.Attr) FileInfo {
-	fi := FileInfo{
-		Path: p, Name: path.Base(p), Type: TypeName(a.Mode), Size: int64(a.Size),
-		Mode: a.Mode &^ syscall.S_IFMT, Mtime: time.Unix(0, a.Mtime), Ino: uint64(a.Ino),
-		Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid,
-	}
+	fi := infoOf(p, a, "")
 	if a.IsSymlink() {
 		fi.Target, _ = w.t.Readlink(a.Ino)
 	}
 	return fi
+}
+
+// infoOf describes p of attributes a, a symlink leading to target.
+func infoOf(p string, a *fs.Attr, target string) FileInfo {
+	return FileInfo{
+		Path: p, Name: path.Base(p), Type: TypeName(a.Mode), Size: int64(a.Size),
+		Mode: a.Mode &^ syscall.S_IFMT, Mtime: time.Unix(0, a.Mtime), Ino: uint64(a.Ino),
+		Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid, Target: target,
+	}
 }
 
 // Stat describes what p leads to, following symlinks.

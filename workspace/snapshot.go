@@ -17,6 +17,10 @@ type tree interface {
 	Readlink(ino fs.Ino) (string, error)
 	// ReadDir lists a directory, "." and ".." first, then by name.
 	ReadDir(ino fs.Ino) ([]fs.DirEntry, error)
+	// ReadDirAttrs lists up to limit entries (0: all) named after
+	// after, by name, without "." and "..", with their attributes and
+	// symlink targets (fs.FS.ReadDirAttrs: one transaction for all).
+	ReadDirAttrs(ino fs.Ino, after string, limit int) ([]fs.DirEntryAttr, error)
 	Read(ctx context.Context, ino fs.Ino, off int64, dest []byte) (int, error)
 	// Open, OpenVersion and Release hold a file open while it is read.
 	Open(ino fs.Ino) (fs.Attr, error)
@@ -131,6 +135,40 @@ func (s snapTree) ReadDir(ino fs.Ino) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	return append([]fs.DirEntry{{Name: ".", Ino: ino, Type: syscall.S_IFDIR}, {Name: "..", Ino: d.Parent, Type: syscall.S_IFDIR}}, list...), nil
+}
+
+func (s snapTree) ReadDirAttrs(ino fs.Ino, after string, limit int) ([]fs.DirEntryAttr, error) {
+	if _, err := s.dir(ino); err != nil {
+		return nil, err
+	}
+	list, err := s.v.ReadDir(ino)
+	if err != nil {
+		return nil, err
+	}
+	var out []fs.DirEntryAttr
+	for _, e := range list {
+		if e.Name <= after || e.Name == "." || e.Name == ".." {
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		a, err := s.v.GetAttr(e.Ino)
+		if err == syscall.ENOENT {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ea := fs.DirEntryAttr{DirEntry: e, Attr: a}
+		if a.IsSymlink() {
+			if ea.Target, err = s.v.Readlink(e.Ino); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, ea)
+	}
+	return out, nil
 }
 
 func (s snapTree) Read(ctx context.Context, ino fs.Ino, off int64, dest []byte) (int, error) {

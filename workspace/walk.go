@@ -73,8 +73,19 @@ func (w *WS) List(ctx context.Context, p string, opt ListOptions) (ListResult, e
 		depth = opt.Depth
 	}
 	var out ListResult
-	seen := 0
-	err = w.walkDir(ctx, r.ino, r.path, depth, func(e walkEntry) (bool, error) {
+	seen, after := 0, ""
+	if depth == 1 && opt.Offset > 0 {
+		// Skip to the page by names: attributes are read for the
+		// entries listed, not for those skipped.
+		if after, err = w.nameAt(r.ino, r.path, opt.Offset-1); err != nil {
+			return ListResult{}, pathErr(op, p, err)
+		}
+		if after == "" {
+			return out, nil // past the end
+		}
+		seen = opt.Offset
+	}
+	_, err = w.walkAttrsRec(ctx, r.ino, r.path, 1, depth, after, func(e walkEntry) (bool, error) {
 		if seen < opt.Offset {
 			seen++
 			return true, nil
@@ -83,14 +94,7 @@ func (w *WS) List(ctx context.Context, p string, opt ListOptions) (ListResult, e
 			out.Next = opt.Offset + limit
 			return false, nil
 		}
-		a, err := w.entryAttr(e.dir, e.name, e.ino)
-		if err != nil {
-			if err == syscall.ENOENT {
-				return true, nil // removed meanwhile
-			}
-			return false, err
-		}
-		out.Entries = append(out.Entries, w.info(e.path, &a))
+		out.Entries = append(out.Entries, infoOf(e.path, e.attr, e.target))
 		seen++
 		return true, nil
 	})
@@ -107,7 +111,15 @@ type walkEntry struct {
 	depth int    // 1 for the entries of the starting directory
 	dir   fs.Ino // the directory holding the entry
 	name  string
+	// attr and target: the entry's attributes and a symlink's target,
+	// in walks with attributes (walkDirAttrs).
+	attr   *fs.Attr
+	target string
 }
+
+// attrPage is how many entries a walk with attributes reads at a time:
+// one transaction of the fs each, not one per entry.
+const attrPage = 256
 
 // entryAttr returns the attributes of entry (ino, name) of directory dir.
 // A name replaced since the directory was read (an atomic write gives it
@@ -127,6 +139,65 @@ func (w *WS) entryAttr(dir fs.Ino, name string, ino fs.Ino) (fs.Attr, error) {
 func (w *WS) walkDir(ctx context.Context, ino fs.Ino, p string, maxDepth int, visit func(walkEntry) (bool, error)) error {
 	_, err := w.walkRec(ctx, ino, p, 1, maxDepth, visit)
 	return err
+}
+
+// nameAt is the name of the i-th entry (from 0) of directory ino at p
+// that the view shows, "" if it has no more.
+func (w *WS) nameAt(ino fs.Ino, p string, i int) (string, error) {
+	list, err := w.t.ReadDir(ino)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range list {
+		if e.Name == "." || e.Name == ".." || w.rules != nil && w.hidden(joinPath(p, e.Name)) {
+			continue
+		}
+		if i == 0 {
+			return e.Name, nil
+		}
+		i--
+	}
+	return "", nil
+}
+
+// walkAttrsRec is walkRec with each entry's attributes (walkEntry.attr
+// and target), read a page of entries at a time, starting after the
+// name after at the top. An entry whose inode is gone by the time its
+// page is read is not visited.
+func (w *WS) walkAttrsRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth int, after string, visit func(walkEntry) (bool, error)) (bool, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		list, err := w.t.ReadDirAttrs(ino, after, attrPage)
+		if err != nil {
+			if err == syscall.ENOENT && depth > 1 {
+				return true, nil // removed meanwhile
+			}
+			return false, err
+		}
+		for i := range list {
+			e := &list[i]
+			ep := joinPath(p, e.Name)
+			if w.rules != nil && w.hidden(ep) {
+				continue
+			}
+			more, err := visit(walkEntry{ino: e.Ino, typ: e.Type, path: ep, depth: depth, dir: ino, name: e.Name, attr: &e.Attr, target: e.Target})
+			if err != nil || !more {
+				return false, err
+			}
+			if e.Attr.IsDir() && (maxDepth == 0 || depth < maxDepth) {
+				more, err := w.walkAttrsRec(ctx, e.Ino, ep, depth+1, maxDepth, "", visit)
+				if err != nil || !more {
+					return false, err
+				}
+			}
+		}
+		if len(list) < attrPage {
+			return true, nil
+		}
+		after = list[len(list)-1].Name
+	}
 }
 
 func (w *WS) walkRec(ctx context.Context, ino fs.Ino, p string, depth, maxDepth int, visit func(walkEntry) (bool, error)) (bool, error) {
@@ -675,30 +746,13 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	list, err := w.t.ReadDir(ino)
-	if err != nil {
-		if err == syscall.ENOENT {
-			return n, nil
-		}
-		return nil, err
-	}
-	for _, e := range list {
-		if e.Name == "." || e.Name == ".." {
-			continue
-		}
-		if w.rules != nil && w.hidden(joinPath(p, e.Name)) {
-			continue
-		}
-		ea, err := w.entryAttr(ino, e.Name, e.Ino)
+	// The directory's own entries (maxDepth 1), a page of attributes
+	// at a time; the walk into each is summarise's.
+	_, err := w.walkAttrsRec(ctx, ino, p, 2, 1, "", func(e walkEntry) (bool, error) {
+		ea := e.attr
+		c, err := w.summarise(ctx, ea.Ino, ea, e.path, depth-1, maxEntries, seen)
 		if err != nil {
-			if err == syscall.ENOENT {
-				continue
-			}
-			return nil, err
-		}
-		c, err := w.summarise(ctx, ea.Ino, &ea, joinPath(p, e.Name), depth-1, maxEntries, seen)
-		if err != nil {
-			return nil, err
+			return false, err
 		}
 		n.Size += c.Size
 		n.Files += c.Files
@@ -718,6 +772,10 @@ func (w *WS) summarise(ctx context.Context, ino fs.Ino, a *fs.Attr, p string, de
 				n.Omitted++
 			}
 		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return n, nil
 }
