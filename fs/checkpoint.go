@@ -140,6 +140,7 @@ type ExecCheckpoint struct {
 	before uint64
 	start  int64
 	pin    []byte
+	inFork bool
 }
 
 // Before is the epoch the exec started from.
@@ -166,6 +167,11 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	if id == "" || strings.ContainsRune(id, 0) {
 		return nil, fmt.Errorf("exec id %q: %w", id, syscall.EINVAL)
 	}
+	if f.fork != nil {
+		// A fork's execs are checkpointed by the fork itself: merge
+		// or discard it. Nothing is pinned, nothing recorded.
+		return &ExecCheckpoint{id: id, start: time.Now().UnixNano(), inFork: true}, nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Commit what is pending, unless nothing is (an exec record waiting
@@ -190,6 +196,29 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 // commit: its record rides with a later one. rec's ID, Before, After and
 // Start are filled in.
 func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*ExecRecord, error) {
+	if c.inFork {
+		// The exec's changes are committed (so that they are durable
+		// when it returns, as the workspace's are); its audit record
+		// goes to the workspace's log.
+		rec.ID, rec.Start = c.id, c.start
+		if rec.End == 0 {
+			rec.End = time.Now().UnixNano()
+		}
+		if err := f.Sync(ctx); err != nil {
+			return nil, fmt.Errorf("commit the changes of exec %s in fork %s: %w", c.id, f.Fork(), err)
+		}
+		if rec.Audit != nil && f.fork != nil {
+			a := *rec.Audit
+			a.ExecID = rec.ID
+			if a.Time == 0 {
+				a.Time = rec.Start
+			}
+			a.Detail = strings.TrimSpace(a.Detail + " (in fork " + f.fork.ID + ")")
+			f.fork.parent.Audit(a)
+		}
+		rec.Audit = nil
+		return &rec, nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rec.ID, rec.Before, rec.Start = c.id, c.before, c.start
@@ -491,6 +520,9 @@ type UndoOptions struct {
 // changes both touched are merged: the exec's entries go, the others
 // stay. It costs in proportion to what changed since the exec began.
 func (f *FS) Undo(ctx context.Context, opts UndoOptions) (*ExecRecord, *RewindReport, *Touched, error) {
+	if f.fork != nil {
+		return nil, nil, nil, ErrInFork
+	}
 	if err := f.Sync(ctx); err != nil {
 		return nil, nil, nil, err
 	}
