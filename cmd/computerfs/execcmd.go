@@ -89,13 +89,14 @@ func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*b
 type executor struct {
 	client pb.ExecutorClient
 	rt     *backends.Runtime
+	forks  forkOps // the workspace's forks, by the same way
 	close  func()
 }
 
 func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 	conn, err := wsrpc.DialConn(ctx, ws)
 	if err == nil {
-		return &executor{client: pb.NewExecutorClient(conn), close: func() { conn.Close() }}, nil
+		return &executor{client: pb.NewExecutorClient(conn), forks: wsrpc.NewDaemonClient(conn), close: func() { conn.Close() }}, nil
 	}
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, err
@@ -110,7 +111,7 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 		f.Close()
 		return nil, err
 	}
-	return &executor{rt: rt, close: func() {
+	return &executor{rt: rt, forks: localForks{api}, close: func() {
 		closeRT()
 		f.Close()
 	}}, nil
@@ -238,6 +239,7 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 		timeout                             time.Duration
 		outputLimit                         string
 		record, noStdin                     bool
+		fork                                execForkOptions
 	)
 	envs := envFlag{}
 	fl, err := parse(e, "exec", args, func(fl *flag.FlagSet) {
@@ -252,6 +254,10 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&kind, "kind", "", "what COMMAND is: script, argv or js-module (default: the backend's)")
 		fl.BoolVar(&record, "record", false, "print the exec's record (backend, why, files changed) on stderr")
 		fl.BoolVar(&noStdin, "no-stdin", false, "do not forward stdin")
+		fl.BoolVar(&fork.Fork, "fork", false, "run in a new fork of the workspace (a copy-on-write branch): print what it changed, then keep it, or --merge or --discard it")
+		fl.StringVar(&fork.In, "in-fork", "", "run in this existing fork")
+		fl.BoolVar(&fork.Merge, "merge", false, "with --fork: merge the fork into the workspace if the command succeeds (refused, naming the files, if the workspace changed them meanwhile)")
+		fl.BoolVar(&fork.Discard, "discard", false, "with --fork: discard the fork after")
 	})
 	if err != nil {
 		return err
@@ -260,6 +266,9 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 	if len(argv) == 0 && file == "" {
 		fl.Usage()
 		return exitCode(2)
+	}
+	if err := fork.check(); err != nil {
+		return err
 	}
 	if input != "" && !json.Valid([]byte(input)) {
 		return usageError{fmt.Errorf("--input is not valid JSON")}
@@ -280,6 +289,11 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer x.close()
+	if fork.active() {
+		if start.Fork, err = beginExecFork(ctx, e, x.forks, fork); err != nil {
+			return err
+		}
+	}
 	var stdin io.Reader = e.stdin
 	if noStdin {
 		stdin = nil
@@ -326,7 +340,13 @@ func cmdExec(ctx context.Context, e *env, args []string) error {
 		b, _ := json.Marshal(rec)
 		fmt.Fprintf(e.stderr, "%s\n", b)
 	}
-	if code := backends.ExitStatus(exit); code != 0 {
+	code := backends.ExitStatus(exit)
+	if fork.active() {
+		if err := endExecFork(context.WithoutCancel(ctx), e, x.forks, fork, start.Fork, code == 0); err != nil {
+			return err
+		}
+	}
+	if code != 0 {
 		return exitCode(code)
 	}
 	return nil

@@ -50,6 +50,7 @@ func allCommands() []command {
 		{"fsck", "WORKSPACE", "check every chunk, reference count, inode and entry; --repair fixes what is safe", cmdFsck},
 		{"snapshot", "create|list|rm|restore|diff WORKSPACE [NAME [OTHER|PATH...]]", "named read-only states of a workspace: create (instant), list, rm, restore NAME [PATH...] (live, in one commit), diff NAME [OTHER] (OTHER: a later snapshot; none: now; --patch: unified diffs of text files)", cmdSnapshot},
 		{"execs", "[-w WS]", "list the recent execs: backend, command, exit, files changed, whether they can be undone", cmdExecs},
+		{"fork", "[-w WS] create [ID]|list|changes ID|merge ID|discard ID", "copy-on-write branches of a workspace: exec --fork runs a command in a new one; merge applies one in one commit (refused, naming the files, if the workspace changed them meanwhile); discard drops it", cmdFork},
 		{"undo", "[-w WS] [EXEC-ID]", "revert exactly what an exec changed (the last one by default), refusing if later changes touched the same files (--force)", cmdUndo},
 		{"audit", "[-w WS] [--since SEQ] [--backend ID] [--denied] [--json] | --verify [--anchor SEQ:HASH]", "the audit log: every exec and policy verdict, hash-chained in the store; --verify checks the chain", cmdAudit},
 		{"scrub", "WORKSPACE", "read and verify every chunk and record, at a bounded rate (--rate); read-only", cmdScrub},

@@ -278,7 +278,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	dopts.Rules = files.Rules()
 	dopts.WS = files // restore and undo obey the file API's rules
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files, nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExecFork: exec --fork runs a shell command in a copy-on-write
+// branch of the workspace, offline and through a mounted workspace's
+// daemon: it prints what the command changed, the workspace and its
+// mount see nothing of it until fork merge, which the mount then shows
+// at once; two forks side by side changing the same file: the second
+// merge is refused naming it (exit 4) and the fork is discarded;
+// --merge and --discard end a fork in the same command.
+func TestExecFork(t *testing.T) {
+	needFUSE(t)
+	home, ws, mnt := tempWorkspace(t)
+	t.Cleanup(func() { waitNoPlugins(t, ws, 10*time.Second) })
+	makeStore(t, home, ws, mnt, map[string][]byte{"README": []byte("hello\n"), "src/main.go": []byte("package main\n")})
+	run := func(args ...string) result {
+		t.Helper()
+		r, err := runCfs(home, "", nil, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// Offline: the CLI holds the store; --merge ends the fork.
+	r := run("exec", "-w", ws, "-b", "shell", "--fork", "--merge", "--", "echo offline > /offline.txt")
+	if r.code != 0 || !strings.Contains(r.stderr, "added    /offline.txt") || !strings.Contains(r.stderr, "merged fork") {
+		t.Fatalf("offline exec --fork --merge: %v", r)
+	}
+
+	startMount(t, home, ws, mnt)
+	checkFile(t, filepath.Join(mnt, "offline.txt"), []byte("offline\n"))
+	r = run("exec", "-w", ws, "-b", "shell", "--fork", "--", "sed -i s/hello/approach-a/ README && mkdir -p build && echo a > build/out")
+	if r.code != 0 || !strings.Contains(r.stderr, "running in fork fork2") || !strings.Contains(r.stderr, "modified /README") ||
+		!strings.Contains(r.stderr, "added    /build") || !strings.Contains(r.stderr, "fork fork2 kept") {
+		t.Fatalf("exec --fork: %v", r)
+	}
+	r = run("exec", "-w", ws, "-b", "shell", "--fork", "--", "sed -i s/hello/approach-b/ README && echo b > b.txt")
+	if r.code != 0 || !strings.Contains(r.stderr, "fork fork3 kept") {
+		t.Fatalf("second exec --fork: %v", r)
+	}
+	// The workspace and its mount have none of it.
+	checkFile(t, filepath.Join(mnt, "README"), []byte("hello\n"))
+	if _, err := os.Stat(filepath.Join(mnt, "build")); !os.IsNotExist(err) {
+		t.Errorf("a fork's directory shows in the mount: %v", err)
+	}
+	// Each fork reads its own README (a command run in it).
+	r = run("exec", "-w", ws, "-b", "shell", "--in-fork", "fork3", "--", "cat README")
+	if r.code != 0 || r.stdout != "approach-b\n" {
+		t.Errorf("cat in fork3: %v", r)
+	}
+	r = cli(t, home, "fork", "-w", mnt, "list", "--json")
+	var forks []struct {
+		ID      string `json:"id"`
+		Records int    `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &forks); err != nil || len(forks) != 2 || forks[0].ID != "fork2" || forks[0].Records == 0 {
+		t.Fatalf("fork list: %v %v", err, r)
+	}
+	if r := cli(t, home, "fork", "-w", ws, "merge", "fork2"); r.code != 0 || !strings.Contains(r.stdout, "merged fork fork2") {
+		t.Fatalf("fork merge: %v", r)
+	}
+	// The mount shows the merge at once (the kernel was told).
+	checkFile(t, filepath.Join(mnt, "README"), []byte("approach-a\n"))
+	checkFile(t, filepath.Join(mnt, "build/out"), []byte("a\n"))
+	r = cli(t, home, "fork", "-w", ws, "merge", "fork3")
+	if r.code != 4 || !strings.Contains(r.stderr, "/README") {
+		t.Errorf("merge of a fork that changed the same file: %v", r)
+	}
+	if r := cli(t, home, "fork", "-w", ws, "discard", "fork3"); r.code != 0 {
+		t.Errorf("fork discard: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("a discarded fork's file: %v", err)
+	}
+	// --discard, and --merge of a command that fails (kept).
+	if r := run("exec", "-w", ws, "-b", "shell", "--fork", "--discard", "--", "echo d > d.txt"); r.code != 0 || !strings.Contains(r.stderr, "discarded fork") {
+		t.Errorf("exec --fork --discard: %v", r)
+	}
+	r = run("exec", "-w", ws, "-b", "shell", "--fork", "--merge", "--", "echo e > e.txt; exit 3")
+	if r.code != 3 || !strings.Contains(r.stderr, "not merged: the command failed") {
+		t.Errorf("exec --fork --merge of a failing command: %v", r)
+	}
+	for _, gone := range []string{"d.txt", "e.txt"} {
+		if _, err := os.Stat(filepath.Join(mnt, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v", gone, err)
+		}
+	}
+	if r := cli(t, home, "fork", "-w", ws, "list"); r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Errorf("one fork left: %v", r)
+	}
+	if r := run("exec", "-w", ws, "--fork", "--merge", "--discard", "--", "true"); r.code != 2 {
+		t.Errorf("--merge with --discard: %v", r)
+	}
+}
