@@ -272,13 +272,18 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	// forks (whose checkpoints are the fork itself: merge or discard).
 	ws := r.opts.WS
 	if req.Fork != "" {
-		if desc.GetNeedsMount() {
-			err := fmt.Errorf("backend %s works on the workspace's mount, and forks have none yet: use a backend that works through the file API (shell, js)", id)
-			r.deny(req, execID, id, reason, "fork", err)
-			return nil, err
-		}
 		if ws, err = ws.Fork(req.Fork); err != nil {
 			return nil, fmt.Errorf("exec in fork %s: %w", req.Fork, err)
+		}
+		if desc.GetNeedsMount() {
+			// It works on a mount: an instance of its own on the
+			// fork's.
+			if b, err = r.forkBackend(b, req.Fork); err != nil {
+				return nil, err
+			}
+			if pc, desc, err = b.ensure(ctx); err != nil {
+				return nil, fmt.Errorf("backend %s in fork %s: %w", id, req.Fork, err)
+			}
 		}
 	}
 	// The exec's view of the workspace, and its token.

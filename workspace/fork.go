@@ -3,10 +3,66 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/computerfs/computerfs/fs"
 )
+
+// forkShared is what the views of one workspace share about its forks:
+// each fork's notifier (its mount, if it has one), and who must let go
+// of a fork before it is merged or discarded.
+type forkShared struct {
+	mu     sync.Mutex
+	notify map[string]*atomic.Pointer[notifierBox]
+	closer func(id string)
+}
+
+func newForkShared() *forkShared {
+	return &forkShared{notify: make(map[string]*atomic.Pointer[notifierBox])}
+}
+
+func (s *forkShared) notifier(id string) *atomic.Pointer[notifierBox] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.notify[id]
+	if p == nil {
+		p = new(atomic.Pointer[notifierBox])
+		s.notify[id] = p
+	}
+	return p
+}
+
+// SetForkNotifier tells the file API of fork id whom to notify of its
+// changes (a FUSE mount of the fork), nil for nobody.
+func (w *WS) SetForkNotifier(id string, n Notifier) {
+	p := w.forks.notifier(id)
+	if n == nil {
+		p.Store(nil)
+		return
+	}
+	p.Store(&notifierBox{n})
+}
+
+// SetForkCloser has closer run before a fork is merged or discarded
+// (with its ID): whoever serves the fork otherwise (a mount, the backends
+// running in it) lets go of it.
+func (w *WS) SetForkCloser(closer func(id string)) {
+	w.forks.mu.Lock()
+	w.forks.closer = closer
+	w.forks.mu.Unlock()
+}
+
+func (w *WS) letGoOfFork(id string) {
+	w.forks.mu.Lock()
+	closer := w.forks.closer
+	delete(w.forks.notify, id)
+	w.forks.mu.Unlock()
+	if closer != nil {
+		closer(id)
+	}
+}
 
 // Forks (fs/fork.go): copy-on-write branches of the workspace, each a
 // whole file API of its own, merged into the workspace in one commit or
@@ -38,6 +94,7 @@ func (w *WS) Fork(id string) (*WS, error) {
 	}
 	v := New(fk, w.opts)
 	v.rules = w.rules
+	v.notify = w.forks.notifier(id)
 	return v, nil
 }
 
@@ -95,6 +152,7 @@ func (w *WS) MergeFork(ctx context.Context, id string) (*fs.RewindReport, error)
 			return nil, err
 		}
 	}
+	w.letGoOfFork(id)
 	rep, touched, err := w.f.MergeFork(ctx, id)
 	if err != nil {
 		return nil, err
@@ -111,6 +169,7 @@ func (w *WS) DiscardFork(ctx context.Context, id string) (*fs.ForkDropReport, er
 	if w.f.Fork() != "" {
 		return nil, pathErr("discard", id, fmt.Errorf("%w", syscall.ENOTSUP))
 	}
+	w.letGoOfFork(id)
 	rep, err := w.f.DiscardFork(ctx, id)
 	if err != nil {
 		return nil, pathErr("discard", id, err)

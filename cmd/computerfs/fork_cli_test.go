@@ -100,3 +100,50 @@ func TestExecFork(t *testing.T) {
 		t.Errorf("--merge with --discard: %v", r)
 	}
 }
+
+// TestExecForkContainer: the container backend runs in a fork through a
+// FUSE mount of the fork (an instance of the backend of its own): the
+// workspace's mount sees nothing of its changes; a shell exec in the
+// same fork sees them, and the container then sees the shell's (the
+// fork's mount is told of changes made through the file API); merge
+// shows them in the workspace's mount at once, and the fork's mount is
+// gone.
+func TestExecForkContainer(t *testing.T) {
+	needContainers(t)
+	home, ws, mnt := tempWorkspace(t)
+	installContainerPlugin(t, home)
+	t.Cleanup(func() { waitNoPlugins(t, ws, 10*time.Second) })
+	makeStore(t, home, ws, mnt, map[string][]byte{"proj/README": []byte("hello\n")})
+	startMount(t, home, ws, mnt)
+	run := func(args ...string) result {
+		t.Helper()
+		r, err := runCfsWithin(3*time.Minute, home, "", nil, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := run("exec", "-w", ws, "-b", "container", "--cwd", "/proj", "--fork", "--", "mkdir -p build && echo built > build/out && sed -i s/hello/forked/ README && cat README")
+	if r.code != 0 || r.stdout != "forked\n" || !strings.Contains(r.stderr, "added    /proj/build") || !strings.Contains(r.stderr, "modified /proj/README") {
+		t.Fatalf("container exec --fork: %v", r)
+	}
+	checkFile(t, filepath.Join(mnt, "proj/README"), []byte("hello\n"))
+	if _, err := os.Stat(filepath.Join(mnt, "proj/build")); !os.IsNotExist(err) {
+		t.Errorf("the container's directory in a fork shows in the workspace's mount: %v", err)
+	}
+	if r := run("exec", "-w", ws, "-b", "shell", "--in-fork", "fork1", "--", "cat /proj/build/out && echo shell > /proj/from-shell && echo again >> /proj/README"); r.code != 0 || r.stdout != "built\n" {
+		t.Fatalf("shell in the container's fork: %v", r)
+	}
+	if r := run("exec", "-w", ws, "-b", "container", "--cwd", "/proj", "--in-fork", "fork1", "--", "cat from-shell README"); r.code != 0 || r.stdout != "shell\nforked\nagain\n" {
+		t.Fatalf("container after the shell in the fork: %v", r)
+	}
+	if r := cli(t, home, "fork", "-w", ws, "merge", "fork1"); r.code != 0 {
+		t.Fatalf("merge: %v", r)
+	}
+	checkFile(t, filepath.Join(mnt, "proj/README"), []byte("forked\nagain\n"))
+	checkFile(t, filepath.Join(mnt, "proj/build/out"), []byte("built\n"))
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), "(fork fork1)") || strings.Contains(string(mounts), "fork-fork1-") {
+		t.Errorf("the fork's mount outlived its merge:\n%s", mounts)
+	}
+}
