@@ -120,10 +120,10 @@ type Runtime struct {
 	// serving a fork, by fork ‖ NUL ‖ backend ID.
 	forkBackends map[string]*backend
 	tokens       map[string]*workspace.WS
-	closed   bool
-	execSeq  uint64
-	logMu    sync.Mutex
-	audit    auditState // the audit log's side (audit.go)
+	closed       bool
+	execSeq      uint64
+	logMu        sync.Mutex
+	audit        auditState // the audit log's side (audit.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
