@@ -69,6 +69,14 @@ type ExecRecord struct {
 	// Audit, given to EndExec, is the exec's audit record: it rides with
 	// the exec record, its Before and After set to the exec's.
 	Audit *audit.Record `json:"-"`
+	// RootBefore and RootAfter are the root identifiers (versions.Root,
+	// in hex) of the states Before and After: an undo of the exec gives
+	// back RootBefore when nothing else changed since. Empty where not
+	// known (a record from before roots were kept, an interrupted exec's
+	// RootAfter, an exec that changed nothing while other doors
+	// committed).
+	RootBefore string `json:"root_before,omitempty"`
+	RootAfter  string `json:"root_after,omitempty"`
 }
 
 // Changed says whether the exec committed any change.
@@ -108,6 +116,9 @@ type cpOp struct {
 type afterPin struct {
 	id    string
 	epoch uint64
+	// the roots of the exec's states, set by the commit (for EndExec's
+	// answer)
+	rootBefore, rootAfter string
 }
 
 // checkpoints is the FS's side of exec checkpoints, under mu.
@@ -291,7 +302,7 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 			return nil, err
 		}
 	}
-	rec.After = ap.epoch
+	rec.After, rec.RootBefore, rec.RootAfter = ap.epoch, ap.rootBefore, ap.rootAfter
 	return &rec, nil
 }
 
@@ -304,6 +315,11 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 	}
 	pins := tx.Bucket(versions.BucketSnapEpochs)
 	snaps := tx.Sealed(bucketSnapshots)
+	// The root before this commit changes anything: the state of epoch-1.
+	start, hasRoot, err := tx.Root()
+	if err != nil {
+		hasRoot = false // damaged: fsck's to report; the records go without
+	}
 	for _, op := range ops {
 		if op.pin != nil {
 			if err := pins.Put(op.pin, nil); err != nil {
@@ -312,20 +328,36 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 		}
 		if op.key != nil {
 			val := op.val
+			var r ExecRecord
+			if err := json.Unmarshal(val, &r); err != nil {
+				return records, err
+			}
 			if op.after != nil {
-				var r ExecRecord
-				if err := json.Unmarshal(val, &r); err != nil {
-					return records, err
-				}
 				r.After = epoch
-				var err error
-				if val, err = json.Marshal(&r); err != nil {
-					return records, err
+				if old, err := snaps.Get(op.key); err == nil && old != nil {
+					// The starting record's root before.
+					var sr ExecRecord
+					if json.Unmarshal(old, &sr) == nil && r.RootBefore == "" {
+						r.RootBefore = sr.RootBefore
+					}
+				}
+				if hasRoot && r.RootBefore == "" && r.Before == epoch-1 {
+					r.RootBefore = start.String()
 				}
 				if err := pins.Put(pinKey(epoch, op.after.id, 'a'), nil); err != nil {
 					return records, err
 				}
-				op.after.epoch = epoch
+				op.after.epoch, op.after.rootBefore = epoch, r.RootBefore
+			} else if hasRoot && r.Before == epoch-1 {
+				// A starting record rides with the exec's first commit;
+				// an exec that changed nothing has one state.
+				r.RootBefore = start.String()
+				if !r.Running && r.After == r.Before {
+					r.RootAfter = r.RootBefore
+				}
+			}
+			if val, err = json.Marshal(&r); err != nil {
+				return records, err
 			}
 			if had, err := snaps.Has(op.key); err != nil {
 				return records, err
@@ -365,6 +397,47 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 
 // dropUnpinned deletes the kept versions no snapshot or checkpoint pins
 // any more, releasing their chunks.
+// endCheckpointRootsTx gives the exec records a commit ended (ops with
+// an after pin) the root of the state it leaves: called last in the
+// commit, once every record is written (exec records are not summed in
+// the root, so writing them changes it not).
+func endCheckpointRootsTx(tx *chunkstore.Tx, ops []cpOp) error {
+	var root versions.Root
+	known := false
+	snaps := tx.Sealed(bucketSnapshots)
+	for _, op := range ops {
+		if op.key == nil || op.after == nil {
+			continue
+		}
+		if !known {
+			var ok bool
+			var err error
+			if root, ok, err = tx.Root(); err != nil || !ok {
+				return nil // no root kept: the records go without
+			}
+			known = true
+		}
+		v, err := snaps.Get(op.key)
+		if err != nil || v == nil {
+			return err
+		}
+		var r ExecRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		r.RootAfter = root.String()
+		op.after.rootAfter = r.RootAfter
+		val, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		if err := snaps.Put(op.key, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func dropUnpinned(tx *chunkstore.Tx) (versionsDropped, chunks int, err error) {
 	versionsDropped, err = versions.Unpinned(tx.Tx, func(id byte, key, sealedVal []byte) error {
 		if versions.Name(id) != string(bucketChunks) {

@@ -391,6 +391,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			return err
 		}
 	}
+	if err := endCheckpointRootsTx(tx, snap.cps); err != nil {
+		return fmt.Errorf("exec checkpoints: %w", err)
+	}
 	return nil
 }
 

@@ -99,6 +99,28 @@ func TestExecFork(t *testing.T) {
 	if r := run("exec", "-w", ws, "--fork", "--merge", "--discard", "--", "true"); r.code != 2 {
 		t.Errorf("--merge with --discard: %v", r)
 	}
+	// Execs in the workspace carry the roots of their states; the merge
+	// changed the workspace between them, an exec in a fork is not
+	// recorded in the workspace's.
+	if r := run("exec", "-w", ws, "-b", "shell", "--", "echo x > /x.txt"); r.code != 0 {
+		t.Fatal(r)
+	}
+	r = cli(t, home, "execs", "-w", ws, "--json")
+	var execs []struct {
+		ID         string `json:"id"`
+		RootBefore string `json:"root_before"`
+		RootAfter  string `json:"root_after"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &execs); err != nil || len(execs) == 0 {
+		t.Fatalf("execs --json: %v %v", err, r)
+	}
+	last := execs[len(execs)-1]
+	if len(last.RootBefore) != 64 || len(last.RootAfter) != 64 || last.RootBefore == last.RootAfter {
+		t.Errorf("the last exec's roots: %+v", last)
+	}
+	if r := cli(t, home, "undo", "-w", ws); r.code != 0 {
+		t.Fatalf("undo: %v", r)
+	}
 }
 
 // TestExecForkContainer: the container backend runs in a fork through a

@@ -664,6 +664,8 @@ type ExecRecord struct {
 	UndoneUnixNs   int64                  `protobuf:"varint,11,opt,name=undone_unix_ns,json=undoneUnixNs,proto3" json:"undone_unix_ns,omitempty"`
 	Running        bool                   `protobuf:"varint,12,opt,name=running,proto3" json:"running,omitempty"`
 	Interrupted    bool                   `protobuf:"varint,13,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	RootBefore     string                 `protobuf:"bytes,14,opt,name=root_before,json=rootBefore,proto3" json:"root_before,omitempty"` // root identifiers (hex) of the states before and after
+	RootAfter      string                 `protobuf:"bytes,15,opt,name=root_after,json=rootAfter,proto3" json:"root_after,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -787,6 +789,20 @@ func (x *ExecRecord) GetInterrupted() bool {
 		return x.Interrupted
 	}
 	return false
+}
+
+func (x *ExecRecord) GetRootBefore() string {
+	if x != nil {
+		return x.RootBefore
+	}
+	return ""
+}
+
+func (x *ExecRecord) GetRootAfter() string {
+	if x != nil {
+		return x.RootAfter
+	}
+	return ""
 }
 
 type ExecsResponse struct {
@@ -2318,7 +2334,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12-\n" +
 	"\x04exec\x18\x05 \x01(\v2\x19.computerfs.v1.ExecRecordR\x04exec\"\x0e\n" +
-	"\fExecsRequest\"\xf7\x02\n" +
+	"\fExecsRequest\"\xb7\x03\n" +
 	"\n" +
 	"ExecRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -2334,7 +2350,11 @@ const file_daemon_proto_rawDesc = "" +
 	" \x01(\bR\x0epathsTruncated\x12$\n" +
 	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\x12\x18\n" +
 	"\arunning\x18\f \x01(\bR\arunning\x12 \n" +
-	"\vinterrupted\x18\r \x01(\bR\vinterrupted\"@\n" +
+	"\vinterrupted\x18\r \x01(\bR\vinterrupted\x12\x1f\n" +
+	"\vroot_before\x18\x0e \x01(\tR\n" +
+	"rootBefore\x12\x1d\n" +
+	"\n" +
+	"root_after\x18\x0f \x01(\tR\trootAfter\"@\n" +
 	"\rExecsResponse\x12/\n" +
 	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"\x92\x01\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
