@@ -361,7 +361,12 @@ func (c *checker) run() error {
 		c.problem("snapshot history: %v", err)
 	}
 	// So do the forks' chunk-list records (fork.go).
-	if err := forkChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
+	if err := forkChunkRefs(c.tx, func(id chunkstore.ID) {
+		counted[id]++
+		if stored[id] == 0 || damaged[id] {
+			c.problem("a fork's file uses chunk %s, which is missing or damaged: reading it there in that fork fails (discard the fork, or write the file again in it)", id.Short())
+		}
+	}); err != nil {
 		c.problem("forks: %v", err)
 	}
 	// Summaries against the lists: a record lost or changed (its key
