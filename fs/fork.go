@@ -437,14 +437,25 @@ func (f *FS) isClosed() bool {
 // CloseFork commits what fork id has pending and stops serving it (the
 // fork stays; OpenFork serves it again). A fork not open is left be.
 func (f *FS) CloseFork(id string) error {
+	// Held while the fork's FS closes: an OpenFork meanwhile waits, and
+	// never makes a second FS of a fork whose last commit is under way.
 	f.forkMu.Lock()
+	defer f.forkMu.Unlock()
 	fk := f.forks[id]
-	delete(f.forks, id)
-	f.forkMu.Unlock()
 	if fk == nil {
 		return nil
 	}
+	delete(f.forks, id)
 	return fk.Close()
+}
+
+// forgetFork drops an FS of fork id opened while it was merged or
+// discarded (it serves nothing now: its transactions fail with
+// ErrForkGone).
+func (f *FS) forgetFork(id string) {
+	if err := f.CloseFork(id); err != nil && !errors.Is(err, ErrForkGone) {
+		f.log.Warn("closing a fork opened while it went", "fork", id, "err", err)
+	}
 }
 
 // closeForks closes every open fork (the workspace is closing).
@@ -483,6 +494,7 @@ func (f *FS) DiscardFork(ctx context.Context, id string) (*ForkDropReport, error
 	if err != nil {
 		return nil, fmt.Errorf("discard fork %s: %w", id, err)
 	}
+	f.forgetFork(id)
 	return rep, nil
 }
 
@@ -617,6 +629,7 @@ func (f *FS) MergeFork(ctx context.Context, id string) (*RewindReport, *Touched,
 		}
 		return nil, nil, fmt.Errorf("merge fork %s: %w", id, err)
 	}
+	f.forgetFork(id)
 	return rep, touched, nil
 }
 
