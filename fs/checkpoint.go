@@ -453,6 +453,23 @@ func dropUnpinned(tx *chunkstore.Tx) (versionsDropped, chunks int, err error) {
 	return versionsDropped, chunks, err
 }
 
+// dropUnpinnedAfter is dropUnpinned after the pin at epoch was deleted:
+// it looks only at the versions that pin could have kept.
+func dropUnpinnedAfter(tx *chunkstore.Tx, epoch uint64) (versionsDropped, chunks int, err error) {
+	versionsDropped, err = versions.UnpinnedAfter(tx.Tx, epoch, func(id byte, key, sealedVal []byte) error {
+		if versions.Name(id) != string(bucketChunks) {
+			return nil
+		}
+		val, err := sealed.Open(bucketChunks, key, sealedVal)
+		if err != nil || len(val) != chunkstore.IDSize {
+			return nil // a damaged version: its reference stays (fsck)
+		}
+		chunks++
+		return tx.Unref(chunkstore.ID(val))
+	})
+	return versionsDropped, chunks, err
+}
+
 // readCheckpoints reads every exec record, oldest first.
 func readCheckpoints(tx *chunkstore.Tx) ([]ExecRecord, error) {
 	var out []ExecRecord

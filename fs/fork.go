@@ -475,9 +475,9 @@ func (f *FS) closeForks() error {
 
 // DiscardFork drops fork id and everything it changed, in one commit: the
 // cost is the fork's records (their chunk references are released),
-// plus one walk of the versions snapshots keep (those only the fork
-// pinned go), never the workspace. An FS serving the fork is closed
-// first, its pending changes dropped with the rest.
+// plus the versions replaced in the workspace since the fork was made
+// (those only the fork pinned go), never the workspace. An FS serving
+// the fork is closed first, its pending changes dropped with the rest.
 func (f *FS) DiscardFork(ctx context.Context, id string) (*ForkDropReport, error) {
 	if f.fork != nil {
 		return nil, ErrInFork
@@ -564,7 +564,7 @@ func dropForkTx(tx *chunkstore.Tx, id string) (*ForkDropReport, error) {
 	if err := tx.Bucket(versions.BucketSnapEpochs).Delete(forkPinKey(fi.Epoch, id)); err != nil {
 		return nil, err
 	}
-	if rep.Versions, _, err = dropUnpinned(tx); err != nil {
+	if rep.Versions, _, err = dropUnpinnedAfter(tx, fi.Epoch); err != nil {
 		return nil, err
 	}
 	for _, cid := range unref {

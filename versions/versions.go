@@ -520,3 +520,49 @@ func (b *atBase) historySeek(id byte, key []byte, after bool, stop []byte) ([]by
 	}
 	return nil, nil, nil
 }
+
+// UnpinnedAfter is Unpinned for a pin at epoch that was just deleted: it
+// looks only at the versions that pin could have kept (born by epoch,
+// died after it), through the deaths index, so its cost is the changes
+// since epoch rather than the whole history.
+func UnpinnedAfter(tx *bolt.Tx, epoch uint64, fn func(id byte, key, sealedVal []byte) error) (int, error) {
+	r, err := NewRecorder(tx, 0)
+	if err != nil {
+		return 0, err
+	}
+	h, deaths := tx.Bucket(BucketHistory), tx.Bucket(BucketDeaths)
+	if h == nil || deaths == nil {
+		return 0, nil
+	}
+	type gone struct{ hk, dk []byte }
+	var drop []gone
+	c := deaths.Cursor()
+	for k, _ := c.Seek(be64(epoch + 1)); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			return 0, fmt.Errorf("%s key %x: %w", BucketDeaths, k, sealed.ErrDamaged)
+		}
+		death, id, key := binary.BigEndian.Uint64(k), k[8], k[9:]
+		hk := append(append([]byte{id}, key...), be64(death)...)
+		v := h.Get(hk)
+		if v == nil {
+			continue // fsck's to report
+		}
+		_, birth, err := sealed.OpenBirth([]byte(Name(id)), key, v)
+		if err != nil || birth > epoch || r.pinned(birth, death) {
+			continue
+		}
+		if err := fn(id, bytes.Clone(key), bytes.Clone(v)); err != nil {
+			return 0, err
+		}
+		drop = append(drop, gone{hk, bytes.Clone(k)})
+	}
+	for _, g := range drop {
+		if err := h.Delete(g.hk); err != nil {
+			return 0, err
+		}
+		if err := deaths.Delete(g.dk); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), nil
+}
