@@ -30,6 +30,7 @@ type snapshotCosts struct {
 	forkCreate     time.Duration // medians of snapshotRestores: a fork made,
 	forkMerge      time.Duration // 100 files written in it, merged;
 	forkDiscard    time.Duration // or discarded
+	mergeCommit    time.Duration // median: the merge's own commit (its RewindReport), the fork's last commit and close left out
 	mergeRecords   int
 }
 
@@ -92,6 +93,7 @@ func scenarioSnapshots(ctx context.Context, s *ScenarioEnv, r *ScenarioResult) e
 		r.add("records undone"+at, float64(c.undoRecords), "")
 		r.add(fmt.Sprintf("fork create (p50 of %d)%s", 2*snapshotRestores, at), ms(c.forkCreate), "ms")
 		r.add(fmt.Sprintf("fork merge of %d files written in it (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.forkMerge), "ms")
+		r.add("  of which the merge's commit"+at, ms(c.mergeCommit), "ms")
 		r.add(fmt.Sprintf("fork discard of %d files written in it (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.forkDiscard), "ms")
 		r.add("records merged"+at, float64(c.mergeRecords), "")
 	}
@@ -304,7 +306,7 @@ func measureUndoAndForks(ctx context.Context, f *fs.FS, inos []fs.Ino, c *snapsh
 		slices.Sort(ts)
 		return ts[len(ts)/2]
 	}
-	var undos, creates, merges, discards []time.Duration
+	var undos, creates, merges, discards, mergeCommits []time.Duration
 	for round := range snapshotRestores {
 		id := fmt.Sprintf("bench-%d", round)
 		cp, err := f.BeginExec(ctx, id)
@@ -353,6 +355,7 @@ func measureUndoAndForks(ctx context.Context, f *fs.FS, inos []fs.Ino, c *snapsh
 				return fmt.Errorf("merge: %w", err)
 			}
 			merges = append(merges, time.Since(t0))
+			mergeCommits = append(mergeCommits, time.Duration(rep.Seconds*float64(time.Second)))
 			c.mergeRecords = rep.Records
 		} else {
 			if _, err := f.DiscardFork(ctx, fi.ID); err != nil {
@@ -362,5 +365,6 @@ func measureUndoAndForks(ctx context.Context, f *fs.FS, inos []fs.Ino, c *snapsh
 		}
 	}
 	c.undo, c.forkCreate, c.forkMerge, c.forkDiscard = median(undos), median(creates), median(merges), median(discards)
+	c.mergeCommit = median(mergeCommits)
 	return nil
 }
