@@ -98,6 +98,17 @@ func (w *WS) Fork(id string) (*WS, error) {
 	return v, nil
 }
 
+// ForkReader is an API that can give the file API of one of its
+// workspace's forks (*WS, and wsrpc's Client).
+type ForkReader interface {
+	ForkAPI(id string) (API, error)
+}
+
+var _ ForkReader = (*WS)(nil)
+
+// ForkAPI is Fork as an API.
+func (w *WS) ForkAPI(id string) (API, error) { return w.Fork(id) }
+
 // ForkID is the fork w serves ("" for the workspace).
 func (w *WS) ForkID() string { return w.f.Fork() }
 

@@ -58,6 +58,20 @@ func NewForkClient(conn grpc.ClientConnInterface, id string) *Client {
 	return NewClient(forkConn{conn, id})
 }
 
+// ForkAPI is the file API over fork id of the daemon's workspace, on
+// the same connection (workspace.ForkReader).
+func (c *Client) ForkAPI(id string) (workspace.API, error) {
+	if c.snap != "" {
+		return nil, errors.New("a snapshot has no forks")
+	}
+	if _, ok := c.conn.(forkConn); ok {
+		return nil, errors.New("a fork has no forks")
+	}
+	return NewForkClient(c.conn, id), nil
+}
+
+var _ workspace.ForkReader = (*Client)(nil)
+
 func forkCode(err error) codes.Code {
 	var ce *fs.ForkConflictError
 	if errors.As(err, &ce) || errors.Is(err, fs.ErrRewindInconsistent) {

@@ -56,6 +56,13 @@ func TestExecFork(t *testing.T) {
 	if r.code != 0 || r.stdout != "approach-b\n" {
 		t.Errorf("cat in fork3: %v", r)
 	}
+	// The file API on a fork (through the daemon: the fork header).
+	if r := run("fs", "cat", "-w", ws, "--fork", "fork2", "/build/out"); r.code != 0 || r.stdout != "a\n" {
+		t.Errorf("fs cat --fork fork2: %v", r)
+	}
+	if r := run("fs", "cat", "-w", ws, "/build/out"); r.code == 0 {
+		t.Errorf("fs cat of a fork's file in the workspace: %v", r)
+	}
 	r = cli(t, home, "fork", "-w", mnt, "list", "--json")
 	var forks []struct {
 		ID      string `json:"id"`

@@ -52,6 +52,7 @@ type fsOpts struct {
 	ws       string
 	json     bool
 	snapshot string // read this snapshot instead of the live tree
+	fork     string // work on this fork instead of the workspace
 
 	// read
 	offset, length int64
@@ -228,6 +229,7 @@ func cmdFS(ctx context.Context, e *env, args []string) error {
 	fl.StringVar(&o.ws, "w", defaultWorkspace(), "workspace store")
 	fl.BoolVar(&o.json, "json", false, "print JSON for machines")
 	fl.StringVar(&o.snapshot, "snapshot", "", "read snapshot `NAME` instead of the live tree (cat, ls, stat, glob, grep, tree, du)")
+	fl.StringVar(&o.fork, "fork", "", "work on fork `ID` of the workspace (computerfs fork) instead of the workspace")
 	if cmd.flags != nil {
 		cmd.flags(fl, o)
 	}
@@ -247,6 +249,14 @@ func cmdFS(ctx context.Context, e *env, args []string) error {
 	api, closeAPI, err := openAPI(ctx, e, o.ws)
 	if err != nil {
 		return fsFail(e, o, err)
+	}
+	if o.fork != "" {
+		fk, err := openFork(api, o.fork)
+		if err != nil {
+			closeAPI()
+			return fsFail(e, o, err)
+		}
+		api = fk
 	}
 	if o.snapshot != "" {
 		snap, err := openSnapshot(ctx, api, o.snapshot)
@@ -317,6 +327,15 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 		return nil, nil, err
 	}
 	return files, f.Close, nil
+}
+
+// openFork is the API over fork id of api's workspace.
+func openFork(api workspace.API, id string) (workspace.API, error) {
+	fr, ok := api.(workspace.ForkReader)
+	if !ok {
+		return nil, fmt.Errorf("fork %s: this door cannot reach forks", id)
+	}
+	return fr.ForkAPI(id)
 }
 
 // openSnapshot is the read-only API over snapshot name of api's
