@@ -189,6 +189,7 @@ func fsUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %-15s %s\n", c.name, c.args, c.summary)
 	}
 	fmt.Fprintf(w, "\n--snapshot NAME makes cat, ls, stat, glob, grep, tree and du read snapshot NAME\n(computerfs snapshot) instead of the live tree.\n")
+	fmt.Fprintf(w, "--fork ID makes every command work on fork ID (computerfs fork) instead of the workspace.\n")
 	fmt.Fprintf(w, "\nExit status: 0 success, 1 nothing found (grep, glob), 2 usage, 3 failure, 4 conflict (--if-match).\n")
 }
 
