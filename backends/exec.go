@@ -54,6 +54,10 @@ type Request struct {
 	// ID is the exec's ID in its record, from NewExecID; empty: Exec
 	// makes one. Callers that announce the exec before it runs set it.
 	ID string
+	// Fork runs the exec in that fork of the workspace (fs/fork.go):
+	// its files are the fork's, its changes the fork's, to merge or
+	// discard; empty: the workspace.
+	Fork string
 }
 
 // Result is how an exec ended, and its record.
@@ -73,6 +77,8 @@ type Result struct {
 	// nothing, 0 when no checkpoint could be taken. `computerfs undo ID`
 	// reverts what changed between them.
 	Before, After uint64
+	// Fork is the fork the exec ran in, "" for the workspace.
+	Fork string
 }
 
 // Host-side bounds, whatever a backend describes.
@@ -265,10 +271,28 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if execID == "" {
 		execID = r.NewExecID()
 	}
-	res := &Result{ID: execID, Backend: id, Reason: reason, Start: time.Now()}
+	res := &Result{ID: execID, Backend: id, Reason: reason, Start: time.Now(), Fork: req.Fork}
 
+	// The workspace the exec works on: the workspace, or one of its
+	// forks (whose checkpoints are the fork itself: merge or discard).
+	ws := r.opts.WS
+	if req.Fork != "" {
+		if ws, err = ws.Fork(req.Fork); err != nil {
+			return nil, fmt.Errorf("exec in fork %s: %w", req.Fork, err)
+		}
+		if desc.GetNeedsMount() {
+			// It works on a mount: an instance of its own on the
+			// fork's.
+			if b, err = r.forkBackend(b, req.Fork); err != nil {
+				return nil, err
+			}
+			if pc, desc, err = b.ensure(ctx); err != nil {
+				return nil, fmt.Errorf("backend %s in fork %s: %w", id, req.Fork, err)
+			}
+		}
+	}
 	// The exec's view of the workspace, and its token.
-	view := r.opts.WS
+	view := ws
 	if pol.Root != "" && pol.Root != "/" || pol.ReadOnly {
 		root := pol.Root
 		if root == "" {
@@ -330,12 +354,12 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	}
 	// The checkpoint before: what is pending is committed, and the state
 	// the exec starts from is pinned, so that undo can put it back.
-	cp, err := r.opts.WS.BeginExec(ctx, execID)
+	cp, err := ws.BeginExec(ctx, execID)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", execID, err)
 	}
 	r.auditBegin(tok, execID, id)
-	before := r.opts.WS.LastChange()
+	before := ws.LastChange()
 	b.mu.Lock()
 	b.execs++
 	b.mu.Unlock()
@@ -345,7 +369,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	// The exec has ended even if its caller has gone: record it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if ch, err := r.opts.WS.Changes(rctx, before, maxChanges); err == nil {
+	if ch, err := ws.Changes(rctx, before, maxChanges); err == nil {
 		res.Changes = ch.Changes
 		res.ChangesTruncated = ch.Next < ch.Last && len(ch.Changes) == maxChanges
 	}
@@ -354,7 +378,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		cmd = scriptOf(req.Argv)
 	}
 	arec := r.execAudit(req, res, env, r.auditEnd(tok))
-	rec, err := r.opts.WS.EndExec(rctx, cp, fs.ExecRecord{
+	rec, err := ws.EndExec(rctx, cp, fs.ExecRecord{
 		Backend: id, Command: cmd, Exit: ExitStatus(res.Exit), Paths: changedPaths(res.Changes), PathsTruncated: res.ChangesTruncated,
 		Audit: arec,
 	})
@@ -791,6 +815,9 @@ func (r *Runtime) record(res *Result) {
 		"truncated": res.Exit.Truncated, "oom_killed": res.Exit.OomKilled, "duration_ms": float64(res.Exit.DurationNs) / 1e6, "ended": res.Exit.Reason,
 		"changed": paths, "changes_truncated": res.ChangesTruncated,
 		"before_epoch": res.Before, "after_epoch": res.After, "undoable": res.After > res.Before,
+	}
+	if res.Fork != "" {
+		rec["fork"] = res.Fork
 	}
 	line, _ := json.Marshal(rec)
 	r.logMu.Lock()

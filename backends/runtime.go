@@ -74,6 +74,12 @@ type Options struct {
 	// mount instead of MountPath. Without it such a backend fails to
 	// start rather than see what its rules deny.
 	ViewMount func(id string, rules *workspace.Rules) (string, error)
+	// ForkMount, if set, gives the mountpoint of a FUSE mount of a fork
+	// of the workspace (under rules, if not nil), for a backend that
+	// needs the mount and runs an exec in that fork: it gets an instance
+	// of its own, configured with that mount (CloseFork stops it).
+	// Without it such execs are refused.
+	ForkMount func(fork, backend string, rules *workspace.Rules) (string, error)
 	// Owner marks plugin processes (the workspace's absolute path), for
 	// the sweep of leftovers.
 	Owner string
@@ -111,11 +117,14 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	backends map[string]*backend
-	tokens   map[string]*workspace.WS
-	closed   bool
-	execSeq  uint64
-	logMu    sync.Mutex
-	audit    auditState // the audit log's side (audit.go)
+	// forkBackends are the instances of backends that need the mount
+	// serving a fork, by fork ‖ NUL ‖ backend ID.
+	forkBackends map[string]*backend
+	tokens       map[string]*workspace.WS
+	closed       bool
+	execSeq      uint64
+	logMu        sync.Mutex
+	audit        auditState // the audit log's side (audit.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -127,7 +136,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.WS == nil {
 		return nil, errors.New("backends: no workspace")
 	}
-	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
+	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, forkBackends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
 	r.rpc = wsrpc.NewServer(r.resolveToken)
 	if opts.Owner != "" {
 		if n := sweep(opts.Owner); n > 0 {
@@ -210,6 +219,7 @@ type backend struct {
 	id   string
 	path string
 	rt   *Runtime
+	fork string // the fork whose mount this instance works on, "" for the workspace's
 
 	mu       sync.Mutex
 	state    string
@@ -459,7 +469,16 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if err != nil {
 		return fail(StageConfigure, err)
 	}
-	if rules != nil && base != "" {
+	if b.fork != "" {
+		// An instance for a fork: the fork's own mount, under the
+		// backend's rules.
+		if b.rt.opts.ForkMount == nil {
+			return fail(StageConfigure, fmt.Errorf("this host cannot mount fork %s for %s", b.fork, b.id))
+		}
+		if base, err = b.rt.opts.ForkMount(b.fork, b.id, rules); err != nil {
+			return fail(StageConfigure, fmt.Errorf("mount fork %s: %w", b.fork, err))
+		}
+	} else if rules != nil && base != "" {
 		switch {
 		case b.rt.opts.ViewMount == nil:
 			return fail(StageConfigure, fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
@@ -568,15 +587,63 @@ func (b *backend) crashed(pc *pluginapi.Client, reason string) {
 	b.rt.log.Error("backend crashed", "backend", b.id, "reason", reason)
 }
 
+// SetForkMount sets Options.ForkMount, before any exec runs (a daemon
+// knows how to mount a fork only once the runtime exists).
+func (r *Runtime) SetForkMount(fn func(fork, backend string, rules *workspace.Rules) (string, error)) {
+	r.mu.Lock()
+	r.opts.ForkMount = fn
+	r.mu.Unlock()
+}
+
+// forkBackend is the instance of backend b that works on fork's mount,
+// made the first time.
+func (r *Runtime) forkBackend(b *backend, fork string) (*backend, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("backends: runtime closed")
+	}
+	k := fork + "\x00" + b.id
+	fb := r.forkBackends[k]
+	if fb == nil {
+		fb = &backend{id: b.id, path: b.path, rt: r, fork: fork, state: StateNotStarted}
+		r.forkBackends[k] = fb
+	}
+	return fb, nil
+}
+
+// CloseFork stops the backend instances working on fork's mount (before
+// the fork is merged or discarded, and its mount goes).
+func (r *Runtime) CloseFork(fork string) {
+	r.mu.Lock()
+	var bs []*backend
+	for k, b := range r.forkBackends {
+		if b.fork == fork {
+			bs = append(bs, b)
+			delete(r.forkBackends, k)
+		}
+	}
+	r.mu.Unlock()
+	killAll(bs)
+}
+
 // Close kills every plugin, with its process group.
 func (r *Runtime) Close() {
 	r.mu.Lock()
 	r.closed = true
-	bs := make([]*backend, 0, len(r.backends))
+	bs := make([]*backend, 0, len(r.backends)+len(r.forkBackends))
 	for _, b := range r.backends {
 		bs = append(bs, b)
 	}
+	for _, b := range r.forkBackends {
+		bs = append(bs, b)
+	}
 	r.mu.Unlock()
+	killAll(bs)
+}
+
+// killAll kills the plugins of bs, with their process groups.
+func killAll(bs []*backend) {
 	var wg sync.WaitGroup
 	for _, b := range bs {
 		wg.Add(1)

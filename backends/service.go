@@ -36,7 +36,7 @@ func (s *Service) Backends(ctx context.Context, req *pb.BackendsRequest) (*pb.Ba
 // RequestFromStart turns a start message into a Request.
 func RequestFromStart(st *pb.ExecStart) *Request {
 	req := &Request{
-		Backend: st.Backend, Argv: st.Argv, Kind: st.Kind, File: st.File, Cwd: st.Cwd, Env: st.Env, Input: st.InputJson,
+		Backend: st.Backend, Argv: st.Argv, Kind: st.Kind, File: st.File, Cwd: st.Cwd, Env: st.Env, Input: st.InputJson, Fork: st.Fork,
 	}
 	if st.Limits != nil {
 		req.Timeout = time.Duration(st.Limits.TimeoutMs) * time.Millisecond

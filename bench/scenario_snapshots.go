@@ -25,6 +25,13 @@ type snapshotCosts struct {
 	restoreRecords int
 	storeBytes     int64
 	diffEntries    [3]int
+	undo           time.Duration // median of snapshotRestores: live undo of an exec that wrote 100 files
+	undoRecords    int
+	forkCreate     time.Duration // medians of snapshotRestores: a fork made,
+	forkMerge      time.Duration // 100 files written in it, merged;
+	forkDiscard    time.Duration // or discarded
+	mergeCommit    time.Duration // median: the merge's own commit (its RewindReport), the fork's last commit and close left out
+	mergeRecords   int
 }
 
 const (
@@ -82,12 +89,23 @@ func scenarioSnapshots(ctx context.Context, s *ScenarioEnv, r *ScenarioResult) e
 		r.add(fmt.Sprintf("diff --patch of %d files written as through the mount%s", snapshotChanged, at), ms(c.diffPatch), "ms")
 		r.add(fmt.Sprintf("offline restore of %d changed files (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.restore), "ms")
 		r.add("records restored"+at, float64(c.restoreRecords), "")
+		r.add(fmt.Sprintf("live undo of an exec that wrote %d files (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.undo), "ms")
+		r.add("records undone"+at, float64(c.undoRecords), "")
+		r.add(fmt.Sprintf("fork create (p50 of %d)%s", 2*snapshotRestores, at), ms(c.forkCreate), "ms")
+		r.add(fmt.Sprintf("fork merge of %d files written in it (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.forkMerge), "ms")
+		r.add("  of which the merge's commit"+at, ms(c.mergeCommit), "ms")
+		r.add(fmt.Sprintf("fork discard of %d files written in it (p50 of %d)%s", snapshotChanged, snapshotRestores, at), ms(c.forkDiscard), "ms")
+		r.add("records merged"+at, float64(c.mergeRecords), "")
 	}
 	r.add("snapshot create ratio, largest to 1000 files", ratio(big.createP50, small.createP50), "x")
 	r.add("diff ratio (journal paths), largest to 1000 files", ratio(big.diffJournal, small.diffJournal), "x")
 	r.add("diff ratio (parent directories read), largest to 1000 files", ratio(big.diffParent, small.diffParent), "x")
 	r.add("restore ratio, largest to 1000 files", ratio(big.restore, small.restore), "x")
+	r.add("undo ratio, largest to 1000 files", ratio(big.undo, small.undo), "x")
+	r.add("fork create ratio, largest to 1000 files", ratio(big.forkCreate, small.forkCreate), "x")
+	r.add("fork merge ratio, largest to 1000 files", ratio(big.forkMerge, small.forkMerge), "x")
 	r.check(fmt.Sprintf("snapshot create < 10 ms at %d files", files), big.createP50 < 10*time.Millisecond, "p50 %.2f ms, max %.2f ms", ms(big.createP50), ms(big.createMax))
+	r.check(fmt.Sprintf("fork create < 10 ms at %d files", files), big.forkCreate < 10*time.Millisecond, "p50 %.2f ms", ms(big.forkCreate))
 	r.check(fmt.Sprintf("snapshot create at %d files within 1.5x of 1000", files), ratio(big.createP50, small.createP50) <= 1.5, "%.2f against %.2f ms", ms(big.createP50), ms(small.createP50))
 	r.check("diff of 100 files (journal paths) within 2x of a 1000-file workspace", ratio(big.diffJournal, small.diffJournal) <= 2, "%.2f against %.2f ms", ms(big.diffJournal), ms(small.diffJournal))
 	if len(all) == 3 {
@@ -100,9 +118,12 @@ func scenarioSnapshots(ctx context.Context, s *ScenarioEnv, r *ScenarioResult) e
 		r.add(fmt.Sprintf("diff ratio (journal paths), largest to %d files", mid.files), ratio(big.diffJournal, mid.diffJournal), "x")
 		r.check(fmt.Sprintf("diff of 100 files (journal paths) within 1.5x of a %d-file workspace", mid.files), ratio(big.diffJournal, mid.diffJournal) <= 1.5, "%.2f against %.2f ms", ms(big.diffJournal), ms(mid.diffJournal))
 		r.check(fmt.Sprintf("restore of 100 files within 1.5x of a %d-file workspace", mid.files), ratio(big.restore, mid.restore) <= 1.5, "%.2f against %.2f ms", ms(big.restore), ms(mid.restore))
+		r.add(fmt.Sprintf("undo ratio, largest to %d files", mid.files), ratio(big.undo, mid.undo), "x")
+		r.add(fmt.Sprintf("fork merge ratio, largest to %d files", mid.files), ratio(big.forkMerge, mid.forkMerge), "x")
 	}
 	for _, c := range all {
 		r.check(fmt.Sprintf("each diff lists the %d files, %d files", snapshotChanged, c.files), c.diffEntries == [3]int{snapshotChanged, snapshotChanged, snapshotChanged}, "%v entries", c.diffEntries)
+		r.check(fmt.Sprintf("undo and merge change the %d files' records, %d files", snapshotChanged, c.files), c.undoRecords >= 2*snapshotChanged && c.mergeRecords >= 2*snapshotChanged, "%d undone, %d merged", c.undoRecords, c.mergeRecords)
 	}
 	return nil
 }
@@ -251,8 +272,99 @@ func measureSnapshots(ctx context.Context, s *ScenarioEnv, path string, files in
 	}
 	slices.Sort(restores)
 	c.restore = restores[len(restores)/2]
+	if f, err = fs.Open(path, fs.Options{Logger: s.Log}); err != nil {
+		return nil, err
+	}
+	if err := measureUndoAndForks(ctx, f, byInode, c); err != nil {
+		return nil, err
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return nil, err
+	}
 	if c.storeBytes, err = fileSize(path); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// measureUndoAndForks times, on the served workspace f, the live undo of
+// an exec that wrote the files inos (snapshotRestores rounds), then a
+// fork made, the same files written in it, and the fork merged (or, the
+// other rounds, discarded).
+func measureUndoAndForks(ctx context.Context, f *fs.FS, inos []fs.Ino, c *snapshotCosts) error {
+	write := func(f *fs.FS, ino fs.Ino, data string) error {
+		if _, err := f.Open(ino); err != nil {
+			return err
+		}
+		defer f.Release(ino)
+		_, err := f.Write(ctx, ino, 0, []byte(data), false)
+		return err
+	}
+	median := func(ts []time.Duration) time.Duration {
+		slices.Sort(ts)
+		return ts[len(ts)/2]
+	}
+	var undos, creates, merges, discards, mergeCommits []time.Duration
+	for round := range snapshotRestores {
+		id := fmt.Sprintf("bench-%d", round)
+		cp, err := f.BeginExec(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, ino := range inos {
+			if err := write(f, ino, fmt.Sprintf("exec %d\n", round)); err != nil {
+				return err
+			}
+		}
+		if _, err := f.EndExec(ctx, cp, fs.ExecRecord{Backend: "bench", Command: id}); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		_, rep, _, err := f.Undo(ctx, fs.UndoOptions{Exec: id})
+		if err != nil {
+			return fmt.Errorf("undo: %w", err)
+		}
+		undos = append(undos, time.Since(t0))
+		c.undoRecords = rep.Records
+	}
+	for round := range 2 * snapshotRestores {
+		t0 := time.Now()
+		fi, err := f.CreateFork(ctx, "")
+		if err != nil {
+			return err
+		}
+		creates = append(creates, time.Since(t0))
+		fk, err := f.OpenFork(fi.ID)
+		if err != nil {
+			return err
+		}
+		for _, ino := range inos {
+			if err := write(fk, ino, fmt.Sprintf("fork %d\n", round)); err != nil {
+				return err
+			}
+		}
+		if err := fk.Sync(ctx); err != nil {
+			return err
+		}
+		t0 = time.Now()
+		if round%2 == 0 {
+			rep, _, err := f.MergeFork(ctx, fi.ID)
+			if err != nil {
+				return fmt.Errorf("merge: %w", err)
+			}
+			merges = append(merges, time.Since(t0))
+			mergeCommits = append(mergeCommits, time.Duration(rep.Seconds*float64(time.Second)))
+			c.mergeRecords = rep.Records
+		} else {
+			if _, err := f.DiscardFork(ctx, fi.ID); err != nil {
+				return fmt.Errorf("discard: %w", err)
+			}
+			discards = append(discards, time.Since(t0))
+		}
+	}
+	c.undo, c.forkCreate, c.forkMerge, c.forkDiscard = median(undos), median(creates), median(merges), median(discards)
+	c.mergeCommit = median(mergeCommits)
+	return nil
 }

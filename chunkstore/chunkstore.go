@@ -740,7 +740,16 @@ type Tx struct {
 	// write). Made at the first write: a Tx is allocated per
 	// transaction, reads included.
 	watched *[8]watchedBucket
+	// layer, when set, gives the buckets Sealed returns for the names
+	// it knows (SetLayer).
+	layer func(name []byte, epoch uint64) (sealed.Bucket, bool)
 }
+
+// SetLayer has Sealed ask layer first for every bucket by name: a fork
+// of the workspace (fs/fork.go) keeps fs's buckets of its own, overlays
+// over the workspace as it was. Buckets layer does not know (it returns
+// false: this package's, among others) are the store's.
+func (t *Tx) SetLayer(layer func(name []byte, epoch uint64) (sealed.Bucket, bool)) { t.layer = layer }
 
 type watchedBucket struct {
 	b     sealed.Bucket
@@ -883,6 +892,11 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // seals verified on every read and made on every write (package sealed).
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
 func (t *Tx) Sealed(name []byte) sealed.Bucket {
+	if t.layer != nil {
+		if b, ok := t.layer(name, t.epoch); ok {
+			return b
+		}
+	}
 	b := sealed.InAt(t.Tx, name, t.epoch)
 	if !t.Writable() {
 		return b // reads: no watcher, no cursor to make

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"strings"
 
 	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/chunkstore"
@@ -31,6 +32,14 @@ type auditOp struct {
 func (f *FS) Audit(rec audit.Record) {
 	if rec.Time == 0 {
 		rec.Time = now()
+	}
+	if f.fork != nil {
+		// The workspace's log: a fork keeps none of its own.
+		if rec.Detail == "" || !strings.Contains(rec.Detail, "fork "+f.fork.ID) {
+			rec.Detail = strings.TrimSpace(rec.Detail + " (in fork " + f.fork.ID + ")")
+		}
+		f.fork.parent.Audit(rec)
+		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

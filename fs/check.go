@@ -152,7 +152,11 @@ func (c *checker) run() error {
 			return nil
 		}
 		ino := keyIno(k)
-		maxIno = max(maxIno, ino)
+		if ino < forkInoFloor {
+			// Inodes made in a fork and merged keep the fork's
+			// numbers, above every number the workspace hands out.
+			maxIno = max(maxIno, ino)
+		}
 		if damage != nil {
 			c.problem("inode %d: %v", ino, damage)
 			damagedInodes[ino] = true
@@ -391,6 +395,15 @@ func (c *checker) run() error {
 	// The chunk-list versions snapshots keep hold references too.
 	if err := historyChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
 		c.problem("snapshot history: %v", err)
+	}
+	// So do the forks' chunk-list records (fork.go).
+	if err := forkChunkRefs(c.tx, func(id chunkstore.ID) {
+		counted[id]++
+		if stored[id] == 0 || damaged[id] {
+			c.problem("a fork's file uses chunk %s, which is missing or damaged: reading it there in that fork fails (discard the fork, or write the file again in it)", id.Short())
+		}
+	}); err != nil {
+		c.problem("forks: %v", err)
 	}
 	// Summaries (in the inode records) against the lists: a record lost
 	// or changed (its key damaged, its page misrouted) shows only here.
@@ -928,6 +941,9 @@ func GCWith(store *chunkstore.Store, o GCOptions) (*GCReport, error) {
 		if err := historyChunkRefs(tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
 			return fmt.Errorf("gc stopped, nothing freed: snapshot history: %w (run computerfs fsck)", err)
 		}
+		if err := forkChunkRefs(tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
+			return fmt.Errorf("gc stopped, nothing freed: forks: %w (run computerfs fsck)", err)
+		}
 		var fix []chunkstore.ChunkInfo
 		var chunks, seen uint64
 		if st, err := tx.Stats(); err == nil {
@@ -1060,4 +1076,80 @@ func historyChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
 		}
 	}
 	return nil
+}
+
+// forkChunkRefs calls fn with the chunk of every chunk-list record of
+// every fork (fork.go): each holds a reference. A damaged record is an
+// error: its reference cannot be told.
+func forkChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
+	fb := tx.Bucket(bucketForks)
+	if fb == nil {
+		return nil
+	}
+	return fb.ForEach(func(k, v []byte) error {
+		if v != nil {
+			return fmt.Errorf("%w: a value %q where a fork's bucket belongs", errBadRecord, k)
+		}
+		b := fb.Bucket(k).Bucket(bucketChunks)
+		if b == nil {
+			return fmt.Errorf("fork %s: %w: no chunk list bucket", k, errBadRecord)
+		}
+		return sealed.OverlayRecords(b, forkSealName(string(k), bucketChunks), func(_, v []byte, tomb bool) error {
+			if !tomb && len(v) == chunkstore.IDSize {
+				fn(chunkstore.ID(v))
+			}
+			return nil
+		})
+	})
+}
+
+// checkForks verifies every fork's record and the seals of its records,
+// and counts them (each fork's inode range and pin are checked with the
+// pins: checkVersions).
+func (c *checker) checkForks() (map[string]ForkInfo, error) {
+	forks := make(map[string]ForkInfo)
+	fb := c.tx.Bucket(bucketForks)
+	if fb == nil {
+		return forks, nil
+	}
+	var ids []string
+	fb.ForEach(func(k, v []byte) error {
+		if v != nil {
+			c.problem("forks: a value %q where a fork's bucket belongs", k)
+			return nil
+		}
+		ids = append(ids, string(k))
+		return nil
+	})
+	for _, id := range ids {
+		fi, b, err := readForkRecord(c.tx.Tx, id)
+		if err != nil {
+			c.problem("fork %s: %v", id, err)
+			continue
+		}
+		forks[id] = fi
+		for _, o := range forkOwn {
+			ob := b.Bucket(o.name)
+			if ob == nil {
+				c.problem("fork %s: bucket %s missing", id, o.name)
+				continue
+			}
+			name := forkSealName(id, o.name)
+			ob.ForEach(func(k, v []byte) error {
+				var err error
+				if o.overlay {
+					_, _, err = sealed.Wrap(ob, name, 0).OverlayGet(k)
+				} else if v == nil {
+					err = fmt.Errorf("a nested bucket")
+				} else {
+					_, err = sealed.Open(name, k, v)
+				}
+				if err != nil {
+					c.problem("fork %s: %s record %s: %v", id, o.name, sealed.KeyString(k), err)
+				}
+				return nil
+			})
+		}
+	}
+	return forks, nil
 }

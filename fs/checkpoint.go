@@ -69,6 +69,14 @@ type ExecRecord struct {
 	// Audit, given to EndExec, is the exec's audit record: it rides with
 	// the exec record, its Before and After set to the exec's.
 	Audit *audit.Record `json:"-"`
+	// RootBefore and RootAfter are the root identifiers (versions.Root,
+	// in hex) of the states Before and After: an undo of the exec gives
+	// back RootBefore when nothing else changed since. Empty where not
+	// known (a record from before roots were kept, an interrupted exec's
+	// RootAfter, an exec that changed nothing while other doors
+	// committed).
+	RootBefore string `json:"root_before,omitempty"`
+	RootAfter  string `json:"root_after,omitempty"`
 }
 
 // Changed says whether the exec committed any change.
@@ -108,6 +116,9 @@ type cpOp struct {
 type afterPin struct {
 	id    string
 	epoch uint64
+	// the roots of the exec's states, set by the commit (for EndExec's
+	// answer)
+	rootBefore, rootAfter string
 }
 
 // checkpoints is the FS's side of exec checkpoints, under mu.
@@ -140,6 +151,7 @@ type ExecCheckpoint struct {
 	before uint64
 	start  int64
 	pin    []byte
+	inFork bool
 }
 
 // Before is the epoch the exec started from.
@@ -166,6 +178,11 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	if id == "" || strings.ContainsRune(id, 0) {
 		return nil, fmt.Errorf("exec id %q: %w", id, syscall.EINVAL)
 	}
+	if f.fork != nil {
+		// A fork's execs are checkpointed by the fork itself: merge
+		// or discard it. Nothing is pinned, nothing recorded.
+		return &ExecCheckpoint{id: id, start: time.Now().UnixNano(), inFork: true}, nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Commit what is pending, unless nothing is (an exec record waiting
@@ -190,6 +207,29 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 // commit: its record rides with a later one. rec's ID, Before, After and
 // Start are filled in.
 func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*ExecRecord, error) {
+	if c.inFork {
+		// The exec's changes are committed (so that they are durable
+		// when it returns, as the workspace's are); its audit record
+		// goes to the workspace's log.
+		rec.ID, rec.Start = c.id, c.start
+		if rec.End == 0 {
+			rec.End = time.Now().UnixNano()
+		}
+		if err := f.Sync(ctx); err != nil {
+			return nil, fmt.Errorf("commit the changes of exec %s in fork %s: %w", c.id, f.Fork(), err)
+		}
+		if rec.Audit != nil && f.fork != nil {
+			a := *rec.Audit
+			a.ExecID = rec.ID
+			if a.Time == 0 {
+				a.Time = rec.Start
+			}
+			a.Detail = strings.TrimSpace(a.Detail + " (in fork " + f.fork.ID + ")")
+			f.fork.parent.Audit(a)
+		}
+		rec.Audit = nil
+		return &rec, nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rec.ID, rec.Before, rec.Start = c.id, c.before, c.start
@@ -262,7 +302,7 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 			return nil, err
 		}
 	}
-	rec.After = ap.epoch
+	rec.After, rec.RootBefore, rec.RootAfter = ap.epoch, ap.rootBefore, ap.rootAfter
 	return &rec, nil
 }
 
@@ -275,6 +315,11 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 	}
 	pins := tx.Bucket(versions.BucketSnapEpochs)
 	snaps := tx.Sealed(bucketSnapshots)
+	// The root before this commit changes anything: the state of epoch-1.
+	start, hasRoot, err := tx.Root()
+	if err != nil {
+		hasRoot = false // damaged: fsck's to report; the records go without
+	}
 	for _, op := range ops {
 		if op.pin != nil {
 			if err := pins.Put(op.pin, nil); err != nil {
@@ -283,20 +328,36 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 		}
 		if op.key != nil {
 			val := op.val
+			var r ExecRecord
+			if err := json.Unmarshal(val, &r); err != nil {
+				return records, err
+			}
 			if op.after != nil {
-				var r ExecRecord
-				if err := json.Unmarshal(val, &r); err != nil {
-					return records, err
-				}
 				r.After = epoch
-				var err error
-				if val, err = json.Marshal(&r); err != nil {
-					return records, err
+				if old, err := snaps.Get(op.key); err == nil && old != nil {
+					// The starting record's root before.
+					var sr ExecRecord
+					if json.Unmarshal(old, &sr) == nil && r.RootBefore == "" {
+						r.RootBefore = sr.RootBefore
+					}
+				}
+				if hasRoot && r.RootBefore == "" && r.Before == epoch-1 {
+					r.RootBefore = start.String()
 				}
 				if err := pins.Put(pinKey(epoch, op.after.id, 'a'), nil); err != nil {
 					return records, err
 				}
-				op.after.epoch = epoch
+				op.after.epoch, op.after.rootBefore = epoch, r.RootBefore
+			} else if hasRoot && r.Before == epoch-1 {
+				// A starting record rides with the exec's first commit;
+				// an exec that changed nothing has one state.
+				r.RootBefore = start.String()
+				if !r.Running && r.After == r.Before {
+					r.RootAfter = r.RootBefore
+				}
+			}
+			if val, err = json.Marshal(&r); err != nil {
+				return records, err
 			}
 			if had, err := snaps.Has(op.key); err != nil {
 				return records, err
@@ -336,8 +397,66 @@ func writeCheckpointsTx(tx *chunkstore.Tx, ops []cpOp, records int, epoch uint64
 
 // dropUnpinned deletes the kept versions no snapshot or checkpoint pins
 // any more, releasing their chunks.
+// endCheckpointRootsTx gives the exec records a commit ended (ops with
+// an after pin) the root of the state it leaves: called last in the
+// commit, once every record is written (exec records are not summed in
+// the root, so writing them changes it not).
+func endCheckpointRootsTx(tx *chunkstore.Tx, ops []cpOp) error {
+	var root versions.Root
+	known := false
+	snaps := tx.Sealed(bucketSnapshots)
+	for _, op := range ops {
+		if op.key == nil || op.after == nil {
+			continue
+		}
+		if !known {
+			var ok bool
+			var err error
+			if root, ok, err = tx.Root(); err != nil || !ok {
+				return nil // no root kept: the records go without
+			}
+			known = true
+		}
+		v, err := snaps.Get(op.key)
+		if err != nil || v == nil {
+			return err
+		}
+		var r ExecRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		r.RootAfter = root.String()
+		op.after.rootAfter = r.RootAfter
+		val, err := json.Marshal(&r)
+		if err != nil {
+			return err
+		}
+		if err := snaps.Put(op.key, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func dropUnpinned(tx *chunkstore.Tx) (versionsDropped, chunks int, err error) {
 	versionsDropped, err = versions.Unpinned(tx.Tx, func(id byte, key, sealedVal []byte) error {
+		if versions.Name(id) != string(bucketChunks) {
+			return nil
+		}
+		val, err := sealed.Open(bucketChunks, key, sealedVal)
+		if err != nil || len(val) != chunkstore.IDSize {
+			return nil // a damaged version: its reference stays (fsck)
+		}
+		chunks++
+		return tx.Unref(chunkstore.ID(val))
+	})
+	return versionsDropped, chunks, err
+}
+
+// dropUnpinnedAfter is dropUnpinned after the pin at epoch was deleted:
+// it looks only at the versions that pin could have kept.
+func dropUnpinnedAfter(tx *chunkstore.Tx, epoch uint64) (versionsDropped, chunks int, err error) {
+	versionsDropped, err = versions.UnpinnedAfter(tx.Tx, epoch, func(id byte, key, sealedVal []byte) error {
 		if versions.Name(id) != string(bucketChunks) {
 			return nil
 		}
@@ -491,6 +610,9 @@ type UndoOptions struct {
 // changes both touched are merged: the exec's entries go, the others
 // stay. It costs in proportion to what changed since the exec began.
 func (f *FS) Undo(ctx context.Context, opts UndoOptions) (*ExecRecord, *RewindReport, *Touched, error) {
+	if f.fork != nil {
+		return nil, nil, nil, ErrInFork
+	}
 	if err := f.Sync(ctx); err != nil {
 		return nil, nil, nil, err
 	}

@@ -31,6 +31,11 @@ func (c *checker) checkVersions() error {
 			execs[r.ID] = true
 		}
 	}
+	forks, err := c.checkForks()
+	if err != nil {
+		return err
+	}
+	forkPinned := make(map[string]bool)
 	var drop [][]byte
 	pinned := make(map[string]uint64) // user snapshot name → pinned epoch
 	cur := pins.Cursor()
@@ -41,6 +46,15 @@ func (c *checker) checkVersions() error {
 			continue
 		}
 		epoch, name := binary.BigEndian.Uint64(k), k[8:]
+		if id, ok := isForkPin(name); ok {
+			if fi, ok := forks[id]; !ok || fi.Epoch != epoch {
+				c.problem("fork pin %q at commit %d: no such fork from that commit (it keeps old versions for nothing)", id, epoch)
+				drop = append(drop, bytes.Clone(k))
+			} else {
+				forkPinned[id] = true
+			}
+			continue
+		}
 		if isCheckpointKey(name) {
 			id, _, ok := bytes.Cut(name[1:], []byte{0})
 			if !ok || !execs[string(id)] {
@@ -78,6 +92,12 @@ func (c *checker) checkVersions() error {
 		}
 		return nil
 	})
+	for id, fi := range forks {
+		if !forkPinned[id] {
+			c.problem("fork %s (from commit %d) has no pin: the workspace's later commits do not keep what it reads", id, fi.Epoch)
+			missing = append(missing, forkPinKey(fi.Epoch, id))
+		}
+	}
 	if c.repair {
 		for _, k := range drop {
 			if err := pins.Delete(k); err != nil {

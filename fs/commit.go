@@ -196,11 +196,15 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	if err := writeAuditTx(tx, snap.audit, epoch); err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	rec, err := versions.Attach(tx.Tx, epoch)
-	if err != nil {
-		return err
+	if f.fork == nil {
+		// A fork's commits keep no versions: the workspace's indexes
+		// are the workspace's (fork.go).
+		rec, err := versions.Attach(tx.Tx, epoch)
+		if err != nil {
+			return err
+		}
+		tx.SetRecorder(rec)
 	}
-	tx.SetRecorder(rec)
 	var unref []chunkstore.ID
 	// sums are the changes to chunk list summaries (in the inode
 	// records), written with the inodes after the lists: a record's old
@@ -329,7 +333,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	snap.journalFirst = first
-	meta := tx.Sealed(bucketMeta)
+	meta := f.meta(tx)
 	if err := meta.Put(keyNextIno, inoKey(snap.nextIno)); err != nil {
 		return err
 	}
@@ -338,7 +342,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	}
 	snap.epoch = epoch
 	if snap.hasLim {
-		if err := meta.Put(keyLimit, inoKey(Ino(snap.limit))); err != nil {
+		if err := tx.Sealed(bucketMeta).Put(keyLimit, inoKey(Ino(snap.limit))); err != nil {
 			return err
 		}
 	}
@@ -350,6 +354,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			}
 			return err
 		}
+	}
+	if err := endCheckpointRootsTx(tx, snap.cps); err != nil {
+		return fmt.Errorf("exec checkpoints: %w", err)
 	}
 	return nil
 }

@@ -94,6 +94,8 @@ type Options struct {
 	Logger  *slog.Logger
 	// LockTimeout is passed to chunkstore.Open.
 	LockTimeout time.Duration
+
+	fork *forkCfg // set by OpenFork: the FS serves that fork
 }
 
 // Caller says who asks. Kernel is set by the FUSE adapter: the kernel then
@@ -145,6 +147,17 @@ type FS struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+
+	opts Options
+	// inoLimit bounds the inode numbers Create hands out: forkInoFloor
+	// for the workspace, the end of its range for a fork (fork.go).
+	inoLimit Ino
+	// fork is the fork this FS serves, nil for the workspace itself.
+	fork *forkCfg
+	// forks are the workspace's forks open now, by ID (fork.go);
+	// forkMu guards it, and is never taken under mu.
+	forkMu sync.Mutex
+	forks  map[string]*FS
 }
 
 // Open opens (or creates) the workspace at path and starts its committer and
@@ -178,6 +191,13 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		work:      make(chan struct{}, 64),
 		readAhead: make(chan aheadChunk, 8*readAheadChunks),
 		stop:      make(chan struct{}),
+		opts:      opts,
+		fork:      opts.fork,
+		inoLimit:  forkInoFloor,
+		forks:     make(map[string]*FS),
+	}
+	if f.fork != nil {
+		f.inoLimit = f.fork.InoEnd
 	}
 	f.cond = sync.NewCond(&f.mu)
 	f.cache.init(8)
@@ -211,6 +231,9 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 // load creates the fs buckets and root of a new store, reads the counters of
 // an existing one, and deletes inodes left orphaned by a crash.
 func (f *FS) load(opts Options) error {
+	if f.fork != nil {
+		return f.loadFork()
+	}
 	return f.update(func(tx *chunkstore.Tx) error {
 		inited, err := tx.Sealed(bucketMeta).Get(keyNextIno)
 		if err != nil {
@@ -283,44 +306,8 @@ func (f *FS) load(opts Options) error {
 		} else if !has {
 			return fmt.Errorf("%w: root inode missing", chunkstore.ErrCorrupt)
 		}
-		var orphans []Ino
-		// A damaged orphan record is left for fsck: purging what its key
-		// might name could delete a live file.
-		tx.Sealed(bucketOrphans).Walk(func(k, _ []byte, damage error) error {
-			if damage != nil {
-				f.reportDamage(damage)
-			} else if len(k) == 8 {
-				orphans = append(orphans, keyIno(k))
-			}
-			return nil
-		})
-		var unref []chunkstore.ID
-		if len(orphans) > 0 {
-			// The purge is a commit of its own epoch: a snapshot that
-			// saw an orphan keeps its versions.
-			f.epoch++
-			tx.SetEpoch(f.epoch)
-			rec, err := versions.Attach(tx.Tx, f.epoch)
-			if err != nil {
-				return err
-			}
-			tx.SetRecorder(rec)
-			if err := tx.Sealed(bucketMeta).Put(keyEpoch, inoKey(Ino(f.epoch))); err != nil {
-				return err
-			}
-		}
-		for _, ino := range orphans {
-			if err := f.deleteInode(tx, ino, &unref); err != nil {
-				return err
-			}
-		}
-		for _, id := range unref {
-			if err := tx.Unref(id); err != nil {
-				return fmt.Errorf("purge orphan chunks: %w", err)
-			}
-		}
-		if len(orphans) > 0 {
-			f.log.Info("purged orphaned inodes", "count", len(orphans))
+		if err := f.purgeOrphans(tx); err != nil {
+			return err
 		}
 		if f.cps.records, err = countCheckpoints(tx); err != nil {
 			return err
@@ -334,6 +321,96 @@ func (f *FS) load(opts Options) error {
 			}
 		}
 		if err := ensureRoot(tx, f.log); err != nil {
+			return err
+		}
+		st, err := tx.Stats()
+		if err != nil {
+			return err
+		}
+		f.used = st.UniqueBytes
+		return nil
+	})
+}
+
+// purgeOrphans deletes the inodes a crash left unlinked, in a commit of
+// its own epoch.
+func (f *FS) purgeOrphans(tx *chunkstore.Tx) error {
+	var orphans []Ino
+	// A damaged orphan record is left for fsck: purging what its key
+	// might name could delete a live file.
+	tx.Sealed(bucketOrphans).Walk(func(k, _ []byte, damage error) error {
+		if damage != nil {
+			f.reportDamage(damage)
+		} else if len(k) == 8 {
+			orphans = append(orphans, keyIno(k))
+		}
+		return nil
+	})
+	if len(orphans) == 0 {
+		return nil
+	}
+	var unref []chunkstore.ID
+	// The purge is a commit of its own epoch: a snapshot that saw an
+	// orphan keeps its versions (a fork's commits keep none).
+	f.epoch++
+	tx.SetEpoch(f.epoch)
+	if f.fork == nil {
+		rec, err := versions.Attach(tx.Tx, f.epoch)
+		if err != nil {
+			return err
+		}
+		tx.SetRecorder(rec)
+	}
+	if err := f.meta(tx).Put(keyEpoch, inoKey(Ino(f.epoch))); err != nil {
+		return err
+	}
+	for _, ino := range orphans {
+		if err := f.deleteInode(tx, ino, &unref); err != nil {
+			return err
+		}
+	}
+	for _, id := range unref {
+		if err := tx.Unref(id); err != nil {
+			return fmt.Errorf("purge orphan chunks: %w", err)
+		}
+	}
+	f.log.Info("purged orphaned inodes", "count", len(orphans), "fork", f.Fork())
+	return nil
+}
+
+// loadFork reads the counters of the fork f serves and purges its
+// orphans.
+func (f *FS) loadFork() error {
+	return f.update(func(tx *chunkstore.Tx) error {
+		meta := f.meta(tx)
+		v, err := meta.Get(keyNextIno)
+		if err != nil {
+			return err
+		}
+		next, ok := u64(v)
+		if !ok || Ino(next) < f.fork.InoBase || Ino(next) > f.fork.InoEnd {
+			return fmt.Errorf("%w: bad next_ino record of fork %s", chunkstore.ErrCorrupt, f.fork.ID)
+		}
+		f.nextIno = Ino(next)
+		if v, err = meta.Get(keyEpoch); err != nil {
+			return err
+		}
+		f.epoch, _ = u64(v)
+		if v, err = tx.Sealed(bucketMeta).Get(keyLimit); err != nil {
+			return err
+		}
+		if f.limit, ok = u64(v); !ok {
+			return fmt.Errorf("%w: bad limit record", chunkstore.ErrCorrupt)
+		}
+		if err := f.loadJournal(tx); err != nil {
+			return err
+		}
+		if has, err := tx.Sealed(bucketInodes).Has(inoKey(RootIno)); err != nil {
+			return fmt.Errorf("root inode: %w", err)
+		} else if !has {
+			return fmt.Errorf("%w: root inode missing", chunkstore.ErrCorrupt)
+		}
+		if err := f.purgeOrphans(tx); err != nil {
 			return err
 		}
 		st, err := tx.Stats()
@@ -432,6 +509,7 @@ func (f *FS) ChunkSize() int { return f.chunkSize }
 
 // Close seals all data, commits it, drops orphans and closes the store.
 func (f *FS) Close() error {
+	ferr := f.closeForks()
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -447,8 +525,14 @@ func (f *FS) Close() error {
 	f.mu.Unlock()
 	close(f.stop)
 	f.wg.Wait()
+	if f.fork != nil {
+		return err // the store is the workspace's
+	}
 	if cerr := f.store.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = ferr
 	}
 	return err
 }
@@ -518,11 +602,11 @@ var noTrunc uint64 = math.MaxUint64
 // view and update run fn in a transaction of the store, and report a
 // damaged record it met (see reportDamage).
 func (f *FS) view(fn func(tx *chunkstore.Tx) error) error {
-	return f.reportDamage(f.store.View(fn))
+	return f.reportDamage(f.store.View(f.inLayer(fn)))
 }
 
 func (f *FS) update(fn func(tx *chunkstore.Tx) error) error {
-	return f.reportDamage(f.store.Update(fn))
+	return f.reportDamage(f.store.Update(f.inLayer(fn)))
 }
 
 // reportDamage logs a damaged record that err carries (a seal that does
@@ -602,7 +686,7 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true, string(bucketForks): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

@@ -173,3 +173,23 @@ func FuzzDecodeDirent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeForkRecord: a fork's record decodes or fails cleanly, and
+// what decodes encodes back to the same bytes, its inode range inside
+// the forks' numbers.
+func FuzzDecodeForkRecord(f *testing.F) {
+	f.Add(encodeForkRecord(&ForkInfo{Epoch: 7, Created: 1, InoBase: forkInoFloor, InoEnd: forkInoFloor + forkInoStride}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fi, err := decodeForkRecord("x", b)
+		if err != nil {
+			return
+		}
+		if fi.InoBase < forkInoFloor || fi.InoEnd <= fi.InoBase || fi.InoEnd > MaxIno {
+			t.Fatalf("range %d-%d accepted", fi.InoBase, fi.InoEnd)
+		}
+		if got := encodeForkRecord(&fi); !bytes.Equal(got, b) {
+			t.Fatalf("round trip %x, want %x", got, b)
+		}
+	})
+}

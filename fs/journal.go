@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The change journal gives every mutation, whichever door it came through,
@@ -113,9 +114,14 @@ func (j *journal) init() {
 
 // loadJournal reads the journal's bounds. Called from load's transaction.
 func (f *FS) loadJournal(tx *chunkstore.Tx) error {
-	b, err := tx.CreateBucketIfNotExists(bucketJournal)
-	if err != nil {
-		return err
+	var b *bolt.Bucket
+	if f.fork != nil {
+		b = tx.Sealed(bucketJournal).Raw() // the fork's own
+	} else {
+		var err error
+		if b, err = tx.CreateBucketIfNotExists(bucketJournal); err != nil {
+			return err
+		}
 	}
 	c := b.Cursor()
 	if k, _ := c.First(); k != nil {

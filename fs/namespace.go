@@ -168,9 +168,10 @@ func (f *FS) Create(c Caller, parent Ino, name string, nn NewNode) (Attr, error)
 			return Attr{}, syscall.EEXIST
 		}
 	}
-	if f.nextIno >= MaxIno {
+	if f.nextIno >= f.inoLimit {
 		// Inode numbers are never reused; above MaxIno they would clash
-		// with the mount's snapshot nodes.
+		// with the mount's snapshot nodes, and the workspace's stop below
+		// the forks' ranges (fork.go).
 		return Attr{}, syscall.ENOSPC
 	}
 	t := now()

@@ -474,6 +474,15 @@ func (f *FS) quiesceLocked(ctx context.Context) error {
 // rewindLive runs a rewind on the served workspace: plan builds it in
 // the rewind's transaction (epoch set); the caches are refreshed after.
 func (f *FS) rewindLive(ctx context.Context, plan func(tx *chunkstore.Tx) (*rewindPlan, error)) (*RewindReport, *Touched, error) {
+	return f.rewindLiveThen(ctx, plan, nil)
+}
+
+// rewindLiveThen is rewindLive that runs post in the rewind's
+// transaction once the plan is applied (nil: nothing).
+func (f *FS) rewindLiveThen(ctx context.Context, plan func(tx *chunkstore.Tx) (*rewindPlan, error), post func(tx *chunkstore.Tx) error) (*RewindReport, *Touched, error) {
+	if f.fork != nil {
+		return nil, nil, ErrInFork
+	}
 	start := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -502,6 +511,11 @@ func (f *FS) rewindLive(ctx context.Context, plan func(tx *chunkstore.Tx) (*rewi
 		}
 		if eff, err = applyRewind(tx, p, isOpen); err != nil {
 			return err
+		}
+		if post != nil {
+			if err := post(tx); err != nil {
+				return err
+			}
 		}
 		if err := endRewindTx(tx, epoch); err != nil {
 			return err

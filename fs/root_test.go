@@ -236,3 +236,40 @@ func TestRootOldSnapshot(t *testing.T) {
 	_ = fmt.Sprint
 	_ = bolt.Open
 }
+
+// TestExecRoots: an exec's record carries the root identifiers of its
+// before and after states (the one before the exec's first commit, the
+// one its last commit left), an exec that changed nothing one root for
+// both; after an undo the workspace's root is the exec's root before.
+func TestExecRoots(t *testing.T) {
+	ctx := context.Background()
+	f, _ := openSmallChunks(t)
+	putFile(t, f, RootIno, "a", []byte("a"))
+	before := rootOf(t, f)
+	rec := execAs(t, f, "e1", func() {
+		putFile(t, f, RootIno, "a", []byte("changed"))
+		putFile(t, f, RootIno, "b", []byte("b"))
+	})
+	after := rootOf(t, f)
+	if rec.RootAfter != after.String() {
+		t.Errorf("EndExec's record: root after %q, want %s", rec.RootAfter, after)
+	}
+	idle := execAs(t, f, "e2", func() {})
+	f.Sync(ctx)
+	recs, err := f.Execs()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("execs %+v %v", recs, err)
+	}
+	if recs[0].RootBefore != before.String() || recs[0].RootAfter != after.String() {
+		t.Errorf("exec e1: roots %q → %q, want %s → %s", recs[0].RootBefore, recs[0].RootAfter, before, after)
+	}
+	if recs[1].ID != idle.ID || recs[1].RootBefore != after.String() || recs[1].RootAfter != after.String() {
+		t.Errorf("exec e2, which changed nothing: %+v, want root %s", recs[1], after)
+	}
+	if _, _, _, err := f.Undo(ctx, UndoOptions{Exec: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rootOf(t, f); got.String() != recs[0].RootBefore {
+		t.Errorf("after the undo the root is %s, want the exec's root before %s", got, recs[0].RootBefore)
+	}
+}

@@ -70,6 +70,9 @@ func (f *FS) CreateSnapshot(ctx context.Context, name string) (Snapshot, error) 
 	if err := checkSnapshotName(name); err != nil {
 		return Snapshot{}, err
 	}
+	if f.fork != nil {
+		return Snapshot{}, ErrInFork
+	}
 	if err := f.Sync(ctx); err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot %s: commit what is pending: %w", name, err)
 	}
@@ -371,6 +374,9 @@ func DeleteSnapshot(store *chunkstore.Store, name string) (*DeleteSnapshotReport
 // identifier") once what is pending is committed: two workspaces, or
 // one at two times, whose records are the same have the same root.
 func (f *FS) Root(ctx context.Context) (versions.Root, error) {
+	if f.fork != nil {
+		return versions.Root{}, ErrInFork
+	}
 	if err := f.Sync(ctx); err != nil {
 		return versions.Root{}, fmt.Errorf("root: commit what is pending: %w", err)
 	}

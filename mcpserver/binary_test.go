@@ -200,6 +200,26 @@ func TestStdio(t *testing.T) {
 				t.Errorf("read after the restore: %s", c.text)
 			}
 			fails(t, cs, "undo", map[string]any{"exec_id": "nope"}, "no record of that exec")
+			// A fork: an exec in it, the workspace untouched, then merged.
+			c = ok(t, cs, "fork", map[string]any{"op": "create"})
+			id, _ := c.data["id"].(string)
+			if id == "" {
+				t.Fatalf("fork create: %s", c.text)
+			}
+			ok(t, cs, "exec", map[string]any{"command": "echo forked > /src/forked.txt", "fork": id})
+			fails(t, cs, "read", map[string]any{"file_path": "/src/forked.txt"}, "no such file")
+			c = ok(t, cs, "fork", map[string]any{"op": "changes", "id": id})
+			if !strings.Contains(c.text, "added    /src/forked.txt") {
+				t.Errorf("fork changes: %s", c.text)
+			}
+			c = ok(t, cs, "fork", map[string]any{"op": "merge", "id": id})
+			if !strings.Contains(c.text, "merged fork "+id) {
+				t.Errorf("fork merge: %s", c.text)
+			}
+			c = ok(t, cs, "read", map[string]any{"file_path": "/src/forked.txt"})
+			if !strings.Contains(c.text, "forked") {
+				t.Errorf("read after the merge: %s", c.text)
+			}
 			// Exec's stdin is not the protocol's: cat reads nothing and the
 			// session goes on.
 			c = ok(t, cs, "exec", map[string]any{"command": "cat; echo still"})

@@ -35,6 +35,7 @@ type execIn struct {
 	Input       any               `json:"input,omitempty" jsonschema:"structured input (any JSON value): the argument of a js module's default export"`
 	Stdin       string            `json:"stdin,omitempty" jsonschema:"text given to the command on its standard input"`
 	Description string            `json:"description,omitempty" jsonschema:"what the command does, in 5 to 10 words (recorded in the log)"`
+	Fork        string            `json:"fork,omitempty" jsonschema:"run in this fork of the workspace (made by the fork tool) instead of the workspace itself"`
 }
 
 type execChange struct {
@@ -129,7 +130,7 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 	if in.Timeout < 0 {
 		return nil, execOut{}, fmt.Errorf("exec: timeout must not be negative")
 	}
-	start := &pb.ExecStart{Backend: in.Backend, Argv: []string{in.Command}, Cwd: cwd, Env: in.Env, Limits: &pb.Limits{TimeoutMs: in.Timeout}}
+	start := &pb.ExecStart{Backend: in.Backend, Argv: []string{in.Command}, Cwd: cwd, Env: in.Env, Limits: &pb.Limits{TimeoutMs: in.Timeout}, Fork: in.Fork}
 	if in.Input != nil {
 		b, err := json.Marshal(in.Input)
 		if err != nil {

@@ -25,6 +25,8 @@ type Options struct {
 	Exec Executor
 	// Snapshots serve the snapshot and diff tools; nil leaves them out.
 	Snapshots Snapshots
+	// Forks serve the fork tool (and exec's fork); nil leaves them out.
+	Forks Forks
 	// MountPoint is where the workspace is mounted on this host, if
 	// anywhere: a path under it is taken as the workspace path it shows
 	// (agents that also run a shell on the mount pass such paths).
@@ -93,6 +95,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.addFileTools()
 	if opts.Snapshots != nil {
 		s.addSnapshotTools()
+	}
+	if opts.Forks != nil {
+		s.addForkTool()
 	}
 	if opts.Exec != nil {
 		dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)

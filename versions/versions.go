@@ -437,3 +437,132 @@ func Verify(tx *bolt.Tx, repair bool) (problems []Problem, unpinned int, err err
 	}
 	return problems, unpinned, nil
 }
+
+// Base is bucket as it was at an epoch, as a sealed.Base: what a fork
+// made at that epoch reads where it has no record of its own.
+func (a *At) Base(bucket []byte) sealed.Base { return &atBase{a: a, bucket: bucket} }
+
+type atBase struct {
+	a      *At
+	bucket []byte
+}
+
+func (b *atBase) Get(key []byte) ([]byte, error) { return b.a.Get(b.bucket, key) }
+
+// Seek is the first key at or after key (after it, if after) that had a
+// value at the epoch: the live records born by then, and the kept
+// versions alive then (a key has at most one of either).
+func (b *atBase) Seek(key []byte, after bool) ([]byte, []byte, error) {
+	var lk, lv []byte
+	if lb := b.a.tx.Bucket(b.bucket); lb != nil {
+		c := lb.Cursor()
+		k, v := c.Seek(key)
+		if after && k != nil && bytes.Equal(k, key) {
+			k, v = c.Next()
+		}
+		for ; k != nil; k, v = c.Next() {
+			if v == nil {
+				continue // a nested bucket: none in a versioned bucket
+			}
+			val, birth, err := sealed.OpenBirth(b.bucket, k, v)
+			if err != nil {
+				return k, nil, err
+			}
+			if birth <= b.a.epoch {
+				lk, lv = k, val
+				break
+			}
+		}
+	}
+	id := ID(b.bucket)
+	hk, hv, err := b.historySeek(id, key, after, lk)
+	if err != nil {
+		return hk, nil, err
+	}
+	if hk != nil && (lk == nil || bytes.Compare(hk, lk) < 0) {
+		return hk, hv, nil
+	}
+	return lk, lv, nil
+}
+
+// historySeek is the first key at or after key (after it, if after),
+// and before stop if stop is not nil, whose kept version was alive at
+// the epoch. A key's versions follow each other in the history bucket,
+// oldest death first (their keys differ only in it: names hold no NUL,
+// and deaths stay below 2^56).
+func (b *atBase) historySeek(id byte, key []byte, after bool, stop []byte) ([]byte, []byte, error) {
+	h := b.a.tx.Bucket(BucketHistory)
+	if h == nil {
+		return nil, nil, nil
+	}
+	c := h.Cursor()
+	for k, v := c.Seek(append([]byte{id}, key...)); k != nil && k[0] == id; k, v = c.Next() {
+		if len(k) < 1+8 {
+			return nil, nil, fmt.Errorf("history key %x: %w", k, sealed.ErrDamaged)
+		}
+		hk, death := k[1:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:])
+		if c := bytes.Compare(hk, key); c < 0 || c == 0 && after {
+			continue
+		}
+		if stop != nil && bytes.Compare(hk, stop) >= 0 {
+			return nil, nil, nil
+		}
+		if death <= b.a.epoch {
+			continue
+		}
+		val, birth, err := sealed.OpenBirth(b.bucket, hk, v)
+		if err != nil {
+			return hk, nil, err
+		}
+		if birth <= b.a.epoch {
+			return bytes.Clone(hk), val, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// UnpinnedAfter is Unpinned for a pin at epoch that was just deleted: it
+// looks only at the versions that pin could have kept (born by epoch,
+// died after it), through the deaths index, so its cost is the changes
+// since epoch rather than the whole history.
+func UnpinnedAfter(tx *bolt.Tx, epoch uint64, fn func(id byte, key, sealedVal []byte) error) (int, error) {
+	r, err := NewRecorder(tx, 0)
+	if err != nil {
+		return 0, err
+	}
+	h, deaths := tx.Bucket(BucketHistory), tx.Bucket(BucketDeaths)
+	if h == nil || deaths == nil {
+		return 0, nil
+	}
+	type gone struct{ hk, dk []byte }
+	var drop []gone
+	c := deaths.Cursor()
+	for k, _ := c.Seek(be64(epoch + 1)); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			return 0, fmt.Errorf("%s key %x: %w", BucketDeaths, k, sealed.ErrDamaged)
+		}
+		death, id, key := binary.BigEndian.Uint64(k), k[8], k[9:]
+		hk := append(append([]byte{id}, key...), be64(death)...)
+		v := h.Get(hk)
+		if v == nil {
+			continue // fsck's to report
+		}
+		_, birth, err := sealed.OpenBirth([]byte(Name(id)), key, v)
+		if err != nil || birth > epoch || r.pinned(birth, death) {
+			continue
+		}
+		if err := fn(id, bytes.Clone(key), bytes.Clone(v)); err != nil {
+			return 0, err
+		}
+		drop = append(drop, gone{hk, bytes.Clone(k)})
+	}
+	for _, g := range drop {
+		if err := h.Delete(g.hk); err != nil {
+			return 0, err
+		}
+		if err := deaths.Delete(g.dk); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), nil
+}

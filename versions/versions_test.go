@@ -118,3 +118,96 @@ func TestVersions(t *testing.T) {
 		t.Errorf("at 2 after four is gone: %q", got)
 	}
 }
+
+// TestBaseAndUnpinnedAfter: At.Base walks the records alive at an epoch
+// in key order (live ones born by then, kept versions alive then), and
+// UnpinnedAfter, once that epoch's pin is gone, drops exactly what
+// Unpinned would.
+func TestBaseAndUnpinnedAfter(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "v.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inodes := []byte("inodes")
+	k := func(i byte) []byte { return []byte{0, 0, 0, 0, 0, 0, 0, i} }
+	commit := func(epoch uint64, fn func(b sealed.Bucket) error) {
+		t.Helper()
+		if err := db.Update(func(tx *bolt.Tx) error {
+			for _, n := range append(Buckets, inodes) {
+				if _, err := tx.CreateBucketIfNotExists(n); err != nil {
+					return err
+				}
+			}
+			rec, err := Attach(tx, epoch)
+			if err != nil {
+				return err
+			}
+			b := sealed.InAt(tx, inodes, epoch)
+			if rec != nil {
+				b = b.WithRecorder(rec)
+			}
+			return fn(b)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pin := func(epoch uint64, name string, put bool) {
+		db.Update(func(tx *bolt.Tx) error {
+			pk := append(binary.BigEndian.AppendUint64(nil, epoch), name...)
+			if put {
+				return tx.Bucket(BucketSnapEpochs).Put(pk, nil)
+			}
+			return tx.Bucket(BucketSnapEpochs).Delete(pk)
+		})
+	}
+	commit(1, func(b sealed.Bucket) error {
+		for _, i := range []byte{1, 2, 3, 4} {
+			if err := b.Put(k(i), []byte{'a', i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	pin(1, "fork", true)
+	pin(1, "other", true)
+	commit(2, func(b sealed.Bucket) error {
+		b.Put(k(2), []byte("b2")) // replaced: the old kept
+		b.Delete(k(3))            // deleted: kept
+		return b.Put(k(5), []byte("b5"))
+	})
+	want := "1=a\x01 2=a\x02 3=a\x03 4=a\x04 "
+	db.View(func(tx *bolt.Tx) error {
+		base := NewAt(tx, 1).Base(inodes)
+		got := ""
+		for key, v, err := base.Seek(nil, false); key != nil; key, v, err = base.Seek(key, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += string('0'+key[7]) + "=" + string(v) + " "
+		}
+		if got != want {
+			t.Errorf("base at 1 walks %q, want %q", got, want)
+		}
+		return nil
+	})
+	pin(1, "fork", false)
+	db.Update(func(tx *bolt.Tx) error {
+		n, err := UnpinnedAfter(tx, 1, func(byte, []byte, []byte) error { return nil })
+		if err != nil || n != 0 {
+			t.Errorf("with another pin at 1: dropped %d, %v", n, err)
+		}
+		return nil
+	})
+	pin(1, "other", false)
+	db.Update(func(tx *bolt.Tx) error {
+		n, err := UnpinnedAfter(tx, 1, func(byte, []byte, []byte) error { return nil })
+		if err != nil || n != 2 {
+			t.Errorf("no pin left: dropped %d, %v; want the 2 versions", n, err)
+		}
+		if m, _ := Unpinned(tx, func(byte, []byte, []byte) error { return nil }); m != 0 {
+			t.Errorf("Unpinned finds %d more", m)
+		}
+		return nil
+	})
+}

@@ -106,6 +106,9 @@ type WS struct {
 	// beforeReplace, when set (tests), runs between a write's checks and
 	// its replace (or a compare-and-swap append's first bytes).
 	beforeReplace func()
+	// forks is what the views of a workspace share about its forks
+	// (fork.go).
+	forks *forkShared
 }
 
 type notifierBox struct{ n Notifier }
@@ -113,7 +116,7 @@ type notifierBox struct{ n Notifier }
 // New returns the file API over f.
 func New(f *fs.FS, opts Options) *WS {
 	bufs := &sync.Pool{New: func() any { b := make([]byte, maxIO); return &b }}
-	return &WS{f: f, t: f, opts: opts, notify: new(atomic.Pointer[notifierBox]), rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs}
+	return &WS{f: f, t: f, opts: opts, notify: new(atomic.Pointer[notifierBox]), rootIno: fs.RootIno, rootDir: "/", writeMu: newChanMutex(), bufs: bufs, forks: newForkShared()}
 }
 
 // FS returns the filesystem the API works on.
@@ -138,7 +141,7 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 	if !r.attr.IsDir() {
 		return nil, pathErr("sub", dir, syscall.ENOTDIR)
 	}
-	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: r.ino, rootDir: w.full(r.path), rules: w.rules, writeMu: w.writeMu, bufs: w.bufs}
+	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: r.ino, rootDir: w.full(r.path), rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, forks: w.forks}
 	s.opts.ReadOnly = w.opts.ReadOnly || readOnly
 	return s, nil
 }
@@ -147,7 +150,7 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 // instead of w's: see rules.go. Rules name workspace paths, from the
 // workspace's root, whatever the view's root.
 func (w *WS) WithRules(rs *Rules) *WS {
-	return &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: w.rootIno, rootDir: w.rootDir, rules: rs, writeMu: w.writeMu, bufs: w.bufs, beforeReplace: w.beforeReplace}
+	return &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: w.rootIno, rootDir: w.rootDir, rules: rs, writeMu: w.writeMu, bufs: w.bufs, beforeReplace: w.beforeReplace, forks: w.forks}
 }
 
 // Rules returns the view's path rules (nil for none).

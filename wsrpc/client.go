@@ -21,12 +21,13 @@ import (
 type Client struct {
 	c    pb.WorkspaceClient
 	snap string // the snapshot read, "" for the live tree
+	conn grpc.ClientConnInterface
 }
 
 // Snapshot returns the file API over snapshot name, read-only, on the
 // same connection: the read calls carry the name, and every change
 // fails here with EROFS. A missing snapshot fails the calls (ENOENT).
-func (c *Client) Snapshot(name string) *Client { return &Client{c: c.c, snap: name} }
+func (c *Client) Snapshot(name string) *Client { return &Client{c: c.c, snap: name, conn: c.conn} }
 
 // SnapshotAPI is Snapshot, checked: it fails at once if the daemon has
 // no snapshot name.
@@ -65,7 +66,7 @@ var _ workspace.SnapshotReader = (*Client)(nil)
 
 // NewClient uses conn, which the caller owns and closes.
 func NewClient(conn grpc.ClientConnInterface) *Client {
-	return &Client{c: pb.NewWorkspaceClient(conn)}
+	return &Client{c: pb.NewWorkspaceClient(conn), conn: conn}
 }
 
 // RemoteError is the cause of an error that came back from the server:

@@ -87,7 +87,7 @@ func execRecordPB(r *fs.ExecRecord) *pb.ExecRecord {
 		Id: valid(r.ID), Before: r.Before, After: r.After, StartUnixNs: r.Start, EndUnixNs: r.End,
 		Backend: valid(r.Backend), Command: valid(r.Command), Exit: int32(r.Exit),
 		Paths: validAll(r.Paths), PathsTruncated: r.PathsTruncated, UndoneUnixNs: r.Undone,
-		Running: r.Running, Interrupted: r.Interrupted,
+		Running: r.Running, Interrupted: r.Interrupted, RootBefore: r.RootBefore, RootAfter: r.RootAfter,
 	}
 }
 
@@ -99,7 +99,7 @@ func ExecRecordFromPB(r *pb.ExecRecord) fs.ExecRecord {
 	return fs.ExecRecord{
 		ID: r.Id, Before: r.Before, After: r.After, Start: r.StartUnixNs, End: r.EndUnixNs,
 		Backend: r.Backend, Command: r.Command, Exit: int(r.Exit), Paths: r.Paths, PathsTruncated: r.PathsTruncated, Undone: r.UndoneUnixNs,
-		Running: r.Running, Interrupted: r.Interrupted,
+		Running: r.Running, Interrupted: r.Interrupted, RootBefore: r.RootBefore, RootAfter: r.RootAfter,
 	}
 }
 

@@ -30,6 +30,7 @@ func commands(e *env) []*cobra.Command {
 		newFsckCmd(e),
 		newSnapshotCmd(e),
 		newExecsCmd(e),
+		newForkCmd(e),
 		newUndoCmd(e),
 		newAuditCmd(e),
 		newScrubCmd(e),

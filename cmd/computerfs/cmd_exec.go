@@ -13,6 +13,7 @@ type execOptions struct {
 	outputLimit                         string
 	record, noStdin, json               bool
 	env                                 envFlag
+	fork                                execForkOptions
 }
 
 func newExecCmd(e *env) *cobra.Command {
@@ -44,6 +45,10 @@ func newExecCmd(e *env) *cobra.Command {
 	f.StringVar(&o.kind, "kind", "", "what COMMAND is: script, argv or js-module (default: the backend's)")
 	f.BoolVar(&o.record, "record", false, "print the exec's record (backend, why, files changed) on stderr")
 	f.BoolVar(&o.noStdin, "no-stdin", false, "do not forward stdin")
+	f.BoolVar(&o.fork.Fork, "fork", false, "run in a new fork of the workspace (a copy-on-write branch): print what it changed, then keep it, or --merge or --discard it")
+	f.StringVar(&o.fork.In, "in-fork", "", "run in this existing fork")
+	f.BoolVar(&o.fork.Merge, "merge", false, "with --fork: merge the fork into the workspace if the command succeeds (refused, naming the files, if the workspace changed them meanwhile)")
+	f.BoolVar(&o.fork.Discard, "discard", false, "with --fork: discard the fork after")
 	f.BoolVar(&o.json, "json", false, "print one JSON object when the command ends: backend, why, exit (and exit_class, signal), duration, truncated, stdout and stderr (captured), files changed")
 	return c
 }

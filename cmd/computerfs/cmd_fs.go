@@ -17,7 +17,8 @@ func newFSCmd(e *env) *cobra.Command {
 		Long: "Works through the daemon holding the workspace, or on the store directly when\n" +
 			"none does. WORKSPACE defaults to $COMPUTERFS_WORKSPACE, else the default one.",
 		Example: "--snapshot NAME makes cat, ls, stat, glob, grep, tree and du read snapshot NAME\n" +
-			"(computerfs snapshot) instead of the live tree.\n\n" +
+			"(computerfs snapshot) instead of the live tree.\n" +
+			"--fork ID makes every command work on fork ID (computerfs fork) instead of the workspace.\n\n" +
 			"Exit status: 0 success, 1 nothing found (grep, glob), 2 usage, 3 failure, 4 conflict (--if-match).",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -38,6 +39,7 @@ func newFSCmd(e *env) *cobra.Command {
 	workspaceFlag(pf, &o.ws, "workspace store")
 	pf.BoolVar(&o.json, "json", false, "print JSON for machines")
 	pf.StringVar(&o.snapshot, "snapshot", "", "read snapshot `NAME` instead of the live tree (cat, ls, stat, glob, grep, tree, du)")
+	pf.StringVar(&o.fork, "fork", "", "work on fork `ID` of the workspace (computerfs fork) instead of the workspace")
 	for _, fc := range fsCommands() {
 		sub := &cobra.Command{
 			Use:   fc.name + " " + fc.args,

@@ -91,13 +91,14 @@ func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*b
 type executor struct {
 	client pb.ExecutorClient
 	rt     *backends.Runtime
+	forks  forkOps // the workspace's forks, by the same way
 	close  func()
 }
 
 func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 	conn, err := wsrpc.DialConn(ctx, ws)
 	if err == nil {
-		return &executor{client: pb.NewExecutorClient(conn), close: func() { conn.Close() }}, nil
+		return &executor{client: pb.NewExecutorClient(conn), forks: wsrpc.NewDaemonClient(conn), close: func() { conn.Close() }}, nil
 	}
 	if !errors.Is(err, wsrpc.ErrNoDaemon) {
 		return nil, err
@@ -113,7 +114,7 @@ func openExecutor(ctx context.Context, e *env, ws string) (*executor, error) {
 		f.Close()
 		return nil, err
 	}
-	return &executor{rt: rt, close: func() {
+	return &executor{rt: rt, forks: localForks{api}, close: func() {
 		closeRT()
 		f.Close()
 	}}, nil
@@ -238,7 +239,10 @@ func (f envFlag) Set(s string) error {
 func runExec(ctx context.Context, e *env, o execOptions, args []string) error {
 	ws, backend, cwd, input, file, kind := o.ws, o.backend, o.cwd, o.input, o.file, o.kind
 	timeout, outputLimit, record, noStdin, envs := o.timeout, o.outputLimit, o.record, o.noStdin, o.env
-	argv := args
+	argv, fork := args, o.fork
+	if err := fork.check(); err != nil {
+		return err
+	}
 	var err error
 	if input != "" && !json.Valid([]byte(input)) {
 		return usageError{fmt.Errorf("--input is not valid JSON")}
@@ -259,6 +263,11 @@ func runExec(ctx context.Context, e *env, o execOptions, args []string) error {
 		return err
 	}
 	defer x.close()
+	if fork.active() {
+		if start.Fork, err = beginExecFork(ctx, e, x.forks, fork); err != nil {
+			return err
+		}
+	}
 	var stdin io.Reader = e.stdin
 	if noStdin {
 		stdin = nil
@@ -321,7 +330,13 @@ func runExec(ctx context.Context, e *env, o execOptions, args []string) error {
 		b, _ := json.Marshal(rec)
 		fmt.Fprintf(e.stderr, "%s\n", b)
 	}
-	if code := backends.ExitStatus(exit); code != 0 {
+	code := backends.ExitStatus(exit)
+	if fork.active() {
+		if err := endExecFork(context.WithoutCancel(ctx), e, x.forks, fork, start.Fork, code == 0); err != nil {
+			return err
+		}
+	}
+	if code != 0 {
 		return exitCode(code)
 	}
 	return nil

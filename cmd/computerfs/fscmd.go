@@ -53,6 +53,7 @@ type fsOpts struct {
 	ws       string
 	json     bool
 	snapshot string // read this snapshot instead of the live tree
+	fork     string // work on this fork instead of the workspace
 
 	// read
 	offset, length int64
@@ -200,6 +201,14 @@ func runFS(ctx context.Context, e *env, cmd fsCommand, o *fsOpts, args []string,
 	if err != nil {
 		return fsFail(e, o, err)
 	}
+	if o.fork != "" {
+		fk, err := openFork(api, o.fork)
+		if err != nil {
+			closeAPI()
+			return fsFail(e, o, err)
+		}
+		api = fk
+	}
 	if o.snapshot != "" {
 		snap, err := openSnapshot(ctx, api, o.snapshot)
 		if err != nil {
@@ -269,6 +278,15 @@ func openAPI(ctx context.Context, e *env, ws string) (workspace.API, func() erro
 		return nil, nil, err
 	}
 	return files, f.Close, nil
+}
+
+// openFork is the API over fork id of api's workspace.
+func openFork(api workspace.API, id string) (workspace.API, error) {
+	fr, ok := api.(workspace.ForkReader)
+	if !ok {
+		return nil, fmt.Errorf("fork %s: this door cannot reach forks", id)
+	}
+	return fr.ForkAPI(id)
 }
 
 // openSnapshot is the read-only API over snapshot name of api's

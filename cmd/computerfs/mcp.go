@@ -33,7 +33,7 @@ func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
 	}
 	defer w.close()
 	abs, _ := filepath.Abs(ws)
-	srv, err := mcpserver.New(ctx, mcpserver.Options{API: w.api, Exec: w.exec, Snapshots: w.snaps, MountPoint: mountOf(abs), Logger: e.log})
+	srv, err := mcpserver.New(ctx, mcpserver.Options{API: w.api, Exec: w.exec, Snapshots: w.snaps, Forks: w.forks, MountPoint: mountOf(abs), Logger: e.log})
 	if err != nil {
 		return err
 	}
@@ -64,6 +64,7 @@ type mcpWorkspace struct {
 	api   workspace.API
 	exec  mcpserver.Executor
 	snaps mcpserver.Snapshots
+	forks mcpserver.Forks
 	close func()
 }
 
@@ -73,7 +74,7 @@ type mcpWorkspace struct {
 func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*mcpWorkspace, error) {
 	conn, err := wsrpc.DialConn(ctx, ws)
 	if err == nil {
-		w := &mcpWorkspace{api: wsrpc.NewClient(conn), snaps: mcpserver.DaemonSnapshots(wsrpc.NewDaemonClient(conn)), close: func() { conn.Close() }}
+		w := &mcpWorkspace{api: wsrpc.NewClient(conn), snaps: mcpserver.DaemonSnapshots(wsrpc.NewDaemonClient(conn)), forks: wsrpc.NewDaemonClient(conn), close: func() { conn.Close() }}
 		if withExec {
 			w.exec = mcpserver.RemoteExecutor(pb.NewExecutorClient(conn))
 		}
@@ -107,7 +108,7 @@ func openMCPWorkspace(ctx context.Context, e *env, ws string, withExec bool) (*m
 		f.Close()
 		return nil, err
 	}
-	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files}, close: func() { f.Close() }}
+	w := &mcpWorkspace{api: files, snaps: storeSnapshots{f, files}, forks: localForks{files}, close: func() { f.Close() }}
 	if !withExec {
 		return w, nil
 	}

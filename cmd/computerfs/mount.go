@@ -263,9 +263,20 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if err != nil {
 		return err
 	}
+	// Forks: a backend that needs the mount gets a mount of the fork it
+	// runs in; before a fork is merged or discarded, they let go of it.
+	if absMnt != "" {
+		rt.SetForkMount(views.mountFork(api))
+	}
+	api.SetForkCloser(func(fork string) {
+		rt.CloseFork(fork)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unmountWait)
+		defer cancel()
+		views.closeFork(uctx, fork)
+	})
 	dopts.Rules = files.Rules()
 	dopts.WS = files // restore and undo obey the file API's rules
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files, nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err

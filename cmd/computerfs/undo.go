@@ -110,6 +110,12 @@ func execRecordJSON(r *fs.ExecRecord) map[string]any {
 	if r.Undone != 0 {
 		m["undone_at"] = time.Unix(0, r.Undone).UTC().Format(time.RFC3339Nano)
 	}
+	if r.RootBefore != "" {
+		m["root_before"] = r.RootBefore
+	}
+	if r.RootAfter != "" {
+		m["root_after"] = r.RootAfter
+	}
 	return m
 }
 

@@ -34,10 +34,18 @@ type policyViews struct {
 	main  *fusefs.Server            // the plain mount, once up
 	views map[string]*fusefs.Server // by backend
 	dir   string                    // holds their mountpoints
+	// forks are the mounts of forks (for backends that need the mount
+	// and run an exec in a fork), by fork ‖ "/" ‖ backend.
+	forks map[string]*forkMount
+}
+
+type forkMount struct {
+	fork string
+	srv  *fusefs.Server
 }
 
 func newPolicyViews(f *fs.FS, allowOther bool, fsName string, log *slog.Logger) *policyViews {
-	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}}
+	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}, forks: map[string]*forkMount{}}
 }
 
 // setMain records the plain mount, and whether other users may use it
@@ -56,12 +64,8 @@ func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
 	if s, ok := v.views[id]; ok {
 		return s.Mountpoint(), nil
 	}
-	if v.dir == "" {
-		dir, err := os.MkdirTemp("", "computerfs-views-")
-		if err != nil {
-			return "", fmt.Errorf("policy views: %w", err)
-		}
-		v.dir = dir
+	if err := v.dirLocked(); err != nil {
+		return "", err
 	}
 	mnt := filepath.Join(v.dir, id)
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -75,6 +79,89 @@ func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
 	v.views[id] = s
 	v.log.Info("policy view mounted", "backend", id, "mountpoint", mnt)
 	return mnt, nil
+}
+
+// dirLocked makes the directory that holds the mountpoints.
+func (v *policyViews) dirLocked() error {
+	if v.dir != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "computerfs-views-")
+	if err != nil {
+		return fmt.Errorf("policy views: %w", err)
+	}
+	v.dir = dir
+	return nil
+}
+
+// mountFork returns the mountpoint of fork's mount for backend
+// (backends.Options.ForkMount), mounting it the first time: a FUSE mount
+// of the fork under backend's rules, which the fork's file API tells of
+// its changes (api.SetForkNotifier).
+func (v *policyViews) mountFork(api *workspace.WS) func(fork, backend string, rules *workspace.Rules) (string, error) {
+	return func(fork, backend string, rules *workspace.Rules) (string, error) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		key := fork + "/" + backend
+		if m, ok := v.forks[key]; ok {
+			return m.srv.Mountpoint(), nil
+		}
+		if err := v.dirLocked(); err != nil {
+			return "", err
+		}
+		fk, err := v.f.OpenFork(fork)
+		if err != nil {
+			return "", err
+		}
+		mnt := filepath.Join(v.dir, "fork-"+fork+"-"+backend)
+		if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("mount of fork %s: %w", fork, err)
+		}
+		s, err := fusefs.Mount(fk, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (fork " + fork + ")", Rules: rules})
+		if err != nil {
+			return "", fmt.Errorf("mount of fork %s: %w", fork, err)
+		}
+		v.forks[key] = &forkMount{fork: fork, srv: s}
+		var targets []workspace.Notifier
+		for _, m := range v.forks {
+			if m.fork == fork {
+				targets = append(targets, m.srv)
+			}
+		}
+		api.SetForkNotifier(fork, notifiers(targets))
+		v.log.Info("fork mounted", "fork", fork, "backend", backend, "mountpoint", mnt)
+		return mnt, nil
+	}
+}
+
+// notifiers tells each of its notifiers.
+type notifiers []workspace.Notifier
+
+func (ns notifiers) Invalidate(parent fs.Ino, name string, ino fs.Ino) {
+	for _, n := range ns {
+		n.Invalidate(parent, name, ino)
+	}
+}
+
+// closeFork unmounts fork's mounts (before it is merged or discarded,
+// after the backends that bound them stopped).
+func (v *policyViews) closeFork(ctx context.Context, fork string) {
+	v.mu.Lock()
+	var ms []*forkMount
+	for k, m := range v.forks {
+		if m.fork == fork {
+			ms = append(ms, m)
+			delete(v.forks, k)
+		}
+	}
+	v.mu.Unlock()
+	for _, m := range ms {
+		mnt := m.srv.Mountpoint()
+		if err := m.srv.Shutdown(ctx); err != nil {
+			v.log.Error("unmount a fork", "fork", fork, "err", err)
+		}
+		os.Remove(mnt)
+	}
 }
 
 // tell passes a change made through mount from ("" for the plain one)
@@ -120,7 +207,14 @@ func (v *policyViews) close(ctx context.Context) {
 	views := v.views
 	v.views = map[string]*fusefs.Server{}
 	dir := v.dir
+	var forks []string
+	for _, m := range v.forks {
+		forks = append(forks, m.fork)
+	}
 	v.mu.Unlock()
+	for _, fork := range forks {
+		v.closeFork(ctx, fork)
+	}
 	for id, s := range views {
 		if err := s.Shutdown(ctx); err != nil {
 			v.log.Error("unmount a policy view", "backend", id, "err", err)

@@ -247,6 +247,8 @@ type Bucket struct {
 	// WithWatcher; repositioned by every Seek, so that writes between
 	// uses do not matter.
 	look *bolt.Cursor
+	// base, when set, makes the bucket an overlay over it (overlay.go).
+	base Base
 }
 
 // A Recorder keeps the versions that snapshots still need (see
@@ -338,6 +340,9 @@ func (b Bucket) Exists() bool { return b.b != nil }
 // Get returns the verified value under key, or nil and no error if there
 // is none.
 func (b Bucket) Get(key []byte) ([]byte, error) {
+	if b.base != nil {
+		return b.ovGetMerged(key)
+	}
 	if b.b == nil {
 		return nil, nil
 	}
@@ -366,6 +371,10 @@ func (b Bucket) Put(key, val []byte) error {
 	if b.b == nil {
 		return fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
 	}
+	if b.base != nil {
+		_, err := b.ovChange(key, val, false)
+		return err
+	}
 	if _, err := b.change(key, val, false); err != nil {
 		return err
 	}
@@ -378,6 +387,9 @@ func (b Bucket) Put(key, val []byte) error {
 func (b Bucket) PutKept(key, val []byte) (kept bool, err error) {
 	if b.b == nil {
 		return false, fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
+	}
+	if b.base != nil {
+		return b.ovChange(key, val, false)
 	}
 	if kept, err = b.change(key, val, false); err != nil {
 		return false, err
@@ -392,6 +404,9 @@ func (b Bucket) DeleteKept(key []byte) (kept bool, err error) {
 	if b.b == nil {
 		return false, nil
 	}
+	if b.base != nil {
+		return b.ovChange(key, nil, true)
+	}
 	if kept, err = b.change(key, nil, true); err != nil {
 		return false, err
 	}
@@ -402,7 +417,7 @@ func (b Bucket) DeleteKept(key []byte) (kept bool, err error) {
 // and key (no copy). It shows neither recorder nor watcher the change:
 // for buckets that have none.
 func (b Bucket) PutSealed(key, sealed []byte) error {
-	if b.b == nil {
+	if b.b == nil || b.base != nil {
 		return fmt.Errorf("put into %s: %w", b.name, ErrNoBucket)
 	}
 	return b.b.Put(key, sealed)
@@ -418,6 +433,9 @@ func (b Bucket) Delete(key []byte) error {
 func (b Bucket) Cursor() *Cursor {
 	if b.b == nil {
 		return &Cursor{name: b.name}
+	}
+	if b.base != nil {
+		return &Cursor{c: b.b.Cursor(), name: b.name, b: b, m: &mergeCursor{b: b}}
 	}
 	return &Cursor{c: b.b.Cursor(), name: b.name, b: b}
 }
@@ -485,7 +503,11 @@ type Cursor struct {
 	name []byte
 	b    Bucket // for the recorder
 	k, v []byte // the record under the cursor, raw
+	m    *mergeCursor
 }
+
+// errOverlayDirection: an overlay's cursor walks forward only.
+var errOverlayDirection = fmt.Errorf("an overlay bucket's cursor walks forward only: %w", ErrDamaged)
 
 func (c *Cursor) open(k, v []byte) ([]byte, []byte, error) {
 	c.k, c.v = k, v
@@ -507,6 +529,9 @@ func (c *Cursor) First() ([]byte, []byte, error) {
 	if c.c == nil {
 		return nil, nil, nil
 	}
+	if c.m != nil {
+		return c.m.seek(nil, false)
+	}
 	return c.open(c.c.First())
 }
 
@@ -514,6 +539,9 @@ func (c *Cursor) First() ([]byte, []byte, error) {
 func (c *Cursor) Last() ([]byte, []byte, error) {
 	if c.c == nil {
 		return nil, nil, nil
+	}
+	if c.m != nil {
+		return nil, nil, errOverlayDirection
 	}
 	return c.open(c.c.Last())
 }
@@ -523,6 +551,12 @@ func (c *Cursor) Next() ([]byte, []byte, error) {
 	if c.c == nil {
 		return nil, nil, nil
 	}
+	if c.m != nil {
+		if c.m.cur == nil {
+			return nil, nil, nil
+		}
+		return c.m.seek(c.m.cur, true)
+	}
 	return c.open(c.c.Next())
 }
 
@@ -531,6 +565,9 @@ func (c *Cursor) Prev() ([]byte, []byte, error) {
 	if c.c == nil {
 		return nil, nil, nil
 	}
+	if c.m != nil {
+		return nil, nil, errOverlayDirection
+	}
 	return c.open(c.c.Prev())
 }
 
@@ -538,6 +575,9 @@ func (c *Cursor) Prev() ([]byte, []byte, error) {
 func (c *Cursor) Seek(key []byte) ([]byte, []byte, error) {
 	if c.c == nil {
 		return nil, nil, nil
+	}
+	if c.m != nil {
+		return c.m.seek(key, false)
 	}
 	return c.open(c.c.Seek(key))
 }
@@ -553,6 +593,12 @@ func (c *Cursor) Delete() error {
 func (c *Cursor) DeleteKept() (bool, error) {
 	if c.c == nil {
 		return false, nil
+	}
+	if c.m != nil {
+		if c.m.cur == nil {
+			return false, nil
+		}
+		return c.b.ovChange(c.m.cur, nil, true)
 	}
 	var kept bool
 	if c.b.rec != nil && c.k != nil {

@@ -514,6 +514,7 @@ type ExecStart struct {
 	File        string                 `protobuf:"bytes,9,opt,name=file,proto3" json:"file,omitempty"`                                                                         // a workspace path to the source, instead of argv[0]
 	// Host level only (computerfs exec to the daemon); plugins ignore it.
 	Backend       string `protobuf:"bytes,10,opt,name=backend,proto3" json:"backend,omitempty"` // the backend to use; empty: chosen by policy
+	Fork          string `protobuf:"bytes,11,opt,name=fork,proto3" json:"fork,omitempty"`       // run in this fork of the workspace (fs/fork.go); empty: the workspace
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +615,13 @@ func (x *ExecStart) GetFile() string {
 func (x *ExecStart) GetBackend() string {
 	if x != nil {
 		return x.Backend
+	}
+	return ""
+}
+
+func (x *ExecStart) GetFork() string {
+	if x != nil {
+		return x.Fork
 	}
 	return ""
 }
@@ -1078,7 +1086,7 @@ const file_backend_proto_rawDesc = "" +
 	"\vstdin_close\x18\x03 \x01(\bH\x00R\n" +
 	"stdinClose\x12\x18\n" +
 	"\x06signal\x18\x04 \x01(\x05H\x00R\x06signalB\x05\n" +
-	"\x03msg\"\xea\x02\n" +
+	"\x03msg\"\xfe\x02\n" +
 	"\tExecStart\x12\x17\n" +
 	"\aexec_id\x18\x01 \x01(\tR\x06execId\x12\x12\n" +
 	"\x04argv\x18\x02 \x03(\tR\x04argv\x12\x12\n" +
@@ -1091,7 +1099,8 @@ const file_backend_proto_rawDesc = "" +
 	"\fhostfs_token\x18\b \x01(\tR\vhostfsToken\x12\x12\n" +
 	"\x04file\x18\t \x01(\tR\x04file\x12\x18\n" +
 	"\abackend\x18\n" +
-	" \x01(\tR\abackend\x1a6\n" +
+	" \x01(\tR\abackend\x12\x12\n" +
+	"\x04fork\x18\v \x01(\tR\x04fork\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1b\n" +

@@ -27,6 +27,272 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ForkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"` // "create", "list", "changes", "merge" or "discard"
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"` // create: the new fork's ID, "" to pick one
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkRequest) Reset() {
+	*x = ForkRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkRequest) ProtoMessage() {}
+
+func (x *ForkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
+func (*ForkRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ForkRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *ForkRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// ForkInfo is fs.ForkInfo.
+type ForkInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CreatedUnixNs int64                  `protobuf:"varint,3,opt,name=created_unix_ns,json=createdUnixNs,proto3" json:"created_unix_ns,omitempty"`
+	Records       int64                  `protobuf:"varint,4,opt,name=records,proto3" json:"records,omitempty"`
+	Open          bool                   `protobuf:"varint,5,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkInfo) Reset() {
+	*x = ForkInfo{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkInfo) ProtoMessage() {}
+
+func (x *ForkInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkInfo.ProtoReflect.Descriptor instead.
+func (*ForkInfo) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ForkInfo) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ForkInfo) GetCreatedUnixNs() int64 {
+	if x != nil {
+		return x.CreatedUnixNs
+	}
+	return 0
+}
+
+func (x *ForkInfo) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *ForkInfo) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
+// ForkChange is fs.ForkChange.
+type ForkChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"` // added, deleted, modified
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkChange) Reset() {
+	*x = ForkChange{}
+	mi := &file_daemon_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkChange) ProtoMessage() {}
+
+func (x *ForkChange) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkChange.ProtoReflect.Descriptor instead.
+func (*ForkChange) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ForkChange) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *ForkChange) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ForkChange) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+type ForkResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Forks          []*ForkInfo            `protobuf:"bytes,1,rep,name=forks,proto3" json:"forks,omitempty"`                                          // create: the new fork; list: all
+	Changes        []*ForkChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`                                      // changes
+	Merged         *RewindResponse        `protobuf:"bytes,3,opt,name=merged,proto3" json:"merged,omitempty"`                                        // merge
+	DroppedRecords int64                  `protobuf:"varint,4,opt,name=dropped_records,json=droppedRecords,proto3" json:"dropped_records,omitempty"` // discard: the fork's records
+	DroppedChunks  int64                  `protobuf:"varint,5,opt,name=dropped_chunks,json=droppedChunks,proto3" json:"dropped_chunks,omitempty"`    // discard: chunk references released
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ForkResponse) Reset() {
+	*x = ForkResponse{}
+	mi := &file_daemon_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkResponse) ProtoMessage() {}
+
+func (x *ForkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkResponse.ProtoReflect.Descriptor instead.
+func (*ForkResponse) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ForkResponse) GetForks() []*ForkInfo {
+	if x != nil {
+		return x.Forks
+	}
+	return nil
+}
+
+func (x *ForkResponse) GetChanges() []*ForkChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *ForkResponse) GetMerged() *RewindResponse {
+	if x != nil {
+		return x.Merged
+	}
+	return nil
+}
+
+func (x *ForkResponse) GetDroppedRecords() int64 {
+	if x != nil {
+		return x.DroppedRecords
+	}
+	return 0
+}
+
+func (x *ForkResponse) GetDroppedChunks() int64 {
+	if x != nil {
+		return x.DroppedChunks
+	}
+	return 0
+}
+
 type AuditRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Since         uint64                 `protobuf:"varint,1,opt,name=since,proto3" json:"since,omitempty"`    // only records after this sequence number
@@ -41,7 +307,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -53,7 +319,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -66,7 +332,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AuditRequest) GetSince() uint64 {
@@ -123,7 +389,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -135,7 +401,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -148,7 +414,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AuditResponse) GetRecordsJson() []string {
@@ -175,7 +441,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -187,7 +453,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -200,7 +466,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RestoreRequest) GetSnapshot() string {
@@ -227,7 +493,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +505,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +518,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UndoRequest) GetExec() string {
@@ -283,7 +549,7 @@ type RewindResponse struct {
 
 func (x *RewindResponse) Reset() {
 	*x = RewindResponse{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +561,7 @@ func (x *RewindResponse) String() string {
 func (*RewindResponse) ProtoMessage() {}
 
 func (x *RewindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +574,7 @@ func (x *RewindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
 func (*RewindResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RewindResponse) GetRecords() int64 {
@@ -354,7 +620,7 @@ type ExecsRequest struct {
 
 func (x *ExecsRequest) Reset() {
 	*x = ExecsRequest{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +632,7 @@ func (x *ExecsRequest) String() string {
 func (*ExecsRequest) ProtoMessage() {}
 
 func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +645,7 @@ func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsRequest.ProtoReflect.Descriptor instead.
 func (*ExecsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 // ExecRecord is fs.ExecRecord.
@@ -398,13 +664,15 @@ type ExecRecord struct {
 	UndoneUnixNs   int64                  `protobuf:"varint,11,opt,name=undone_unix_ns,json=undoneUnixNs,proto3" json:"undone_unix_ns,omitempty"`
 	Running        bool                   `protobuf:"varint,12,opt,name=running,proto3" json:"running,omitempty"`
 	Interrupted    bool                   `protobuf:"varint,13,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	RootBefore     string                 `protobuf:"bytes,14,opt,name=root_before,json=rootBefore,proto3" json:"root_before,omitempty"` // root identifiers (hex) of the states before and after
+	RootAfter      string                 `protobuf:"bytes,15,opt,name=root_after,json=rootAfter,proto3" json:"root_after,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecRecord) Reset() {
 	*x = ExecRecord{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +684,7 @@ func (x *ExecRecord) String() string {
 func (*ExecRecord) ProtoMessage() {}
 
 func (x *ExecRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +697,7 @@ func (x *ExecRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRecord.ProtoReflect.Descriptor instead.
 func (*ExecRecord) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecRecord) GetId() string {
@@ -523,6 +791,20 @@ func (x *ExecRecord) GetInterrupted() bool {
 	return false
 }
 
+func (x *ExecRecord) GetRootBefore() string {
+	if x != nil {
+		return x.RootBefore
+	}
+	return ""
+}
+
+func (x *ExecRecord) GetRootAfter() string {
+	if x != nil {
+		return x.RootAfter
+	}
+	return ""
+}
+
 type ExecsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Execs         []*ExecRecord          `protobuf:"bytes,1,rep,name=execs,proto3" json:"execs,omitempty"`
@@ -532,7 +814,7 @@ type ExecsResponse struct {
 
 func (x *ExecsResponse) Reset() {
 	*x = ExecsResponse{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +826,7 @@ func (x *ExecsResponse) String() string {
 func (*ExecsResponse) ProtoMessage() {}
 
 func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +839,7 @@ func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsResponse.ProtoReflect.Descriptor instead.
 func (*ExecsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExecsResponse) GetExecs() []*ExecRecord {
@@ -582,7 +864,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +876,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +889,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnapshotRequest) GetOp() string {
@@ -662,7 +944,7 @@ type DiffEntry struct {
 
 func (x *DiffEntry) Reset() {
 	*x = DiffEntry{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +956,7 @@ func (x *DiffEntry) String() string {
 func (*DiffEntry) ProtoMessage() {}
 
 func (x *DiffEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +969,7 @@ func (x *DiffEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffEntry.ProtoReflect.Descriptor instead.
 func (*DiffEntry) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DiffEntry) GetKind() string {
@@ -758,7 +1040,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +1052,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +1065,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnapshotInfo) GetName() string {
@@ -826,7 +1108,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1120,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1133,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
@@ -891,7 +1173,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1185,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1198,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -939,7 +1221,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1233,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1246,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -1003,7 +1285,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1297,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1310,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -1086,7 +1368,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1380,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1393,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -1151,7 +1433,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1445,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1458,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{16}
+	return file_daemon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -1199,7 +1481,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1493,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1506,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{17}
+	return file_daemon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -1270,7 +1552,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1564,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1577,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{18}
+	return file_daemon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -1377,7 +1659,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1671,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1684,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{19}
+	return file_daemon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -1553,7 +1835,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1847,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1860,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{20}
+	return file_daemon_proto_rawDescGZIP(), []int{24}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -1596,7 +1878,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1890,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1903,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{21}
+	return file_daemon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -1674,7 +1956,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1968,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1981,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{22}
+	return file_daemon_proto_rawDescGZIP(), []int{26}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -1717,7 +1999,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +2011,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +2024,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{23}
+	return file_daemon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -1795,7 +2077,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +2089,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +2102,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{24}
+	return file_daemon_proto_rawDescGZIP(), []int{28}
 }
 
 // GCResponse is fs.GCReport.
@@ -1837,7 +2119,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +2131,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +2144,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{25}
+	return file_daemon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -1910,7 +2192,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[26]
+	mi := &file_daemon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2204,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[26]
+	mi := &file_daemon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2217,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{26}
+	return file_daemon_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -1962,7 +2244,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[27]
+	mi := &file_daemon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2256,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[27]
+	mi := &file_daemon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2269,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{27}
+	return file_daemon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -2008,7 +2290,27 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"\x9e\x01\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"-\n" +
+	"\vForkRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x86\x01\n" +
+	"\bForkInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
+	"\x0fcreated_unix_ns\x18\x03 \x01(\x03R\rcreatedUnixNs\x12\x18\n" +
+	"\arecords\x18\x04 \x01(\x03R\arecords\x12\x12\n" +
+	"\x04open\x18\x05 \x01(\bR\x04open\"D\n" +
+	"\n" +
+	"ForkChange\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\"\xf9\x01\n" +
+	"\fForkResponse\x12-\n" +
+	"\x05forks\x18\x01 \x03(\v2\x17.computerfs.v1.ForkInfoR\x05forks\x123\n" +
+	"\achanges\x18\x02 \x03(\v2\x19.computerfs.v1.ForkChangeR\achanges\x125\n" +
+	"\x06merged\x18\x03 \x01(\v2\x1d.computerfs.v1.RewindResponseR\x06merged\x12'\n" +
+	"\x0fdropped_records\x18\x04 \x01(\x03R\x0edroppedRecords\x12%\n" +
+	"\x0edropped_chunks\x18\x05 \x01(\x03R\rdroppedChunks\"\x9e\x01\n" +
 	"\fAuditRequest\x12\x14\n" +
 	"\x05since\x18\x01 \x01(\x04R\x05since\x12\x18\n" +
 	"\abackend\x18\x02 \x01(\tR\abackend\x12\x16\n" +
@@ -2032,7 +2334,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12-\n" +
 	"\x04exec\x18\x05 \x01(\v2\x19.computerfs.v1.ExecRecordR\x04exec\"\x0e\n" +
-	"\fExecsRequest\"\xf7\x02\n" +
+	"\fExecsRequest\"\xb7\x03\n" +
 	"\n" +
 	"ExecRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -2048,7 +2350,11 @@ const file_daemon_proto_rawDesc = "" +
 	" \x01(\bR\x0epathsTruncated\x12$\n" +
 	"\x0eundone_unix_ns\x18\v \x01(\x03R\fundoneUnixNs\x12\x18\n" +
 	"\arunning\x18\f \x01(\bR\arunning\x12 \n" +
-	"\vinterrupted\x18\r \x01(\bR\vinterrupted\"@\n" +
+	"\vinterrupted\x18\r \x01(\bR\vinterrupted\x12\x1f\n" +
+	"\vroot_before\x18\x0e \x01(\tR\n" +
+	"rootBefore\x12\x1d\n" +
+	"\n" +
+	"root_after\x18\x0f \x01(\tR\trootAfter\"@\n" +
 	"\rExecsResponse\x12/\n" +
 	"\x05execs\x18\x01 \x03(\v2\x19.computerfs.v1.ExecRecordR\x05execs\"\x92\x01\n" +
 	"\x0fSnapshotRequest\x12\x0e\n" +
@@ -2180,7 +2486,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xfa\x05\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xbb\x06\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
@@ -2192,7 +2498,8 @@ const file_daemon_proto_rawDesc = "" +
 	"\aRestore\x12\x1d.computerfs.v1.RestoreRequest\x1a\x1d.computerfs.v1.RewindResponse\x12A\n" +
 	"\x04Undo\x12\x1a.computerfs.v1.UndoRequest\x1a\x1d.computerfs.v1.RewindResponse\x12B\n" +
 	"\x05Execs\x12\x1b.computerfs.v1.ExecsRequest\x1a\x1c.computerfs.v1.ExecsResponse\x12B\n" +
-	"\x05Audit\x12\x1b.computerfs.v1.AuditRequest\x1a\x1c.computerfs.v1.AuditResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\x05Audit\x12\x1b.computerfs.v1.AuditRequest\x1a\x1c.computerfs.v1.AuditResponse\x12?\n" +
+	"\x04Fork\x12\x1a.computerfs.v1.ForkRequest\x1a\x1b.computerfs.v1.ForkResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -2206,77 +2513,86 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_daemon_proto_goTypes = []any{
-	(*AuditRequest)(nil),     // 0: computerfs.v1.AuditRequest
-	(*AuditResponse)(nil),    // 1: computerfs.v1.AuditResponse
-	(*RestoreRequest)(nil),   // 2: computerfs.v1.RestoreRequest
-	(*UndoRequest)(nil),      // 3: computerfs.v1.UndoRequest
-	(*RewindResponse)(nil),   // 4: computerfs.v1.RewindResponse
-	(*ExecsRequest)(nil),     // 5: computerfs.v1.ExecsRequest
-	(*ExecRecord)(nil),       // 6: computerfs.v1.ExecRecord
-	(*ExecsResponse)(nil),    // 7: computerfs.v1.ExecsResponse
-	(*SnapshotRequest)(nil),  // 8: computerfs.v1.SnapshotRequest
-	(*DiffEntry)(nil),        // 9: computerfs.v1.DiffEntry
-	(*SnapshotInfo)(nil),     // 10: computerfs.v1.SnapshotInfo
-	(*SnapshotResponse)(nil), // 11: computerfs.v1.SnapshotResponse
-	(*ScrubRequest)(nil),     // 12: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),    // 13: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),      // 14: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),       // 15: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),    // 16: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),           // 17: computerfs.v1.FuseOp
-	(*Commit)(nil),           // 18: computerfs.v1.Commit
-	(*StatusResponse)(nil),   // 19: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),     // 20: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),    // 21: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),      // 22: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),     // 23: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),        // 24: computerfs.v1.GCRequest
-	(*GCResponse)(nil),       // 25: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),     // 26: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),    // 27: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),      // 28: computerfs.v1.BackendInfo
+	(*ForkRequest)(nil),      // 0: computerfs.v1.ForkRequest
+	(*ForkInfo)(nil),         // 1: computerfs.v1.ForkInfo
+	(*ForkChange)(nil),       // 2: computerfs.v1.ForkChange
+	(*ForkResponse)(nil),     // 3: computerfs.v1.ForkResponse
+	(*AuditRequest)(nil),     // 4: computerfs.v1.AuditRequest
+	(*AuditResponse)(nil),    // 5: computerfs.v1.AuditResponse
+	(*RestoreRequest)(nil),   // 6: computerfs.v1.RestoreRequest
+	(*UndoRequest)(nil),      // 7: computerfs.v1.UndoRequest
+	(*RewindResponse)(nil),   // 8: computerfs.v1.RewindResponse
+	(*ExecsRequest)(nil),     // 9: computerfs.v1.ExecsRequest
+	(*ExecRecord)(nil),       // 10: computerfs.v1.ExecRecord
+	(*ExecsResponse)(nil),    // 11: computerfs.v1.ExecsResponse
+	(*SnapshotRequest)(nil),  // 12: computerfs.v1.SnapshotRequest
+	(*DiffEntry)(nil),        // 13: computerfs.v1.DiffEntry
+	(*SnapshotInfo)(nil),     // 14: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 15: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 16: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 17: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 18: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 19: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 20: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 21: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 22: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 23: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 24: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 25: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 26: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 27: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 28: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 29: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 30: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 31: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 32: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	6,  // 0: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
-	6,  // 1: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
-	10, // 2: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
-	9,  // 3: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
-	14, // 4: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	15, // 5: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	18, // 6: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	17, // 7: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	28, // 8: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	15, // 9: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	15, // 10: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	16, // 11: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	20, // 12: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	22, // 13: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	24, // 14: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	26, // 15: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	12, // 16: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	8,  // 17: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
-	2,  // 18: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
-	3,  // 19: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
-	5,  // 20: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
-	0,  // 21: computerfs.v1.Daemon.Audit:input_type -> computerfs.v1.AuditRequest
-	19, // 22: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	21, // 23: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	23, // 24: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	25, // 25: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	27, // 26: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	13, // 27: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	11, // 28: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
-	4,  // 29: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
-	4,  // 30: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
-	7,  // 31: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
-	1,  // 32: computerfs.v1.Daemon.Audit:output_type -> computerfs.v1.AuditResponse
-	22, // [22:33] is the sub-list for method output_type
-	11, // [11:22] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	1,  // 0: computerfs.v1.ForkResponse.forks:type_name -> computerfs.v1.ForkInfo
+	2,  // 1: computerfs.v1.ForkResponse.changes:type_name -> computerfs.v1.ForkChange
+	8,  // 2: computerfs.v1.ForkResponse.merged:type_name -> computerfs.v1.RewindResponse
+	10, // 3: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
+	10, // 4: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
+	14, // 5: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	13, // 6: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
+	18, // 7: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	19, // 8: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	22, // 9: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	21, // 10: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	32, // 11: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	19, // 12: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	19, // 13: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	20, // 14: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	24, // 15: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	26, // 16: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	28, // 17: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	30, // 18: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	16, // 19: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	12, // 20: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	6,  // 21: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
+	7,  // 22: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
+	9,  // 23: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
+	4,  // 24: computerfs.v1.Daemon.Audit:input_type -> computerfs.v1.AuditRequest
+	0,  // 25: computerfs.v1.Daemon.Fork:input_type -> computerfs.v1.ForkRequest
+	23, // 26: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	25, // 27: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	27, // 28: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	29, // 29: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	31, // 30: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	17, // 31: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	15, // 32: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	8,  // 33: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
+	8,  // 34: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
+	11, // 35: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
+	5,  // 36: computerfs.v1.Daemon.Audit:output_type -> computerfs.v1.AuditResponse
+	3,  // 37: computerfs.v1.Daemon.Fork:output_type -> computerfs.v1.ForkResponse
+	26, // [26:38] is the sub-list for method output_type
+	14, // [14:26] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_daemon_proto_init() }
@@ -2291,7 +2607,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

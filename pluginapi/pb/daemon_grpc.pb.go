@@ -36,6 +36,7 @@ const (
 	Daemon_Undo_FullMethodName     = "/computerfs.v1.Daemon/Undo"
 	Daemon_Execs_FullMethodName    = "/computerfs.v1.Daemon/Execs"
 	Daemon_Audit_FullMethodName    = "/computerfs.v1.Daemon/Audit"
+	Daemon_Fork_FullMethodName     = "/computerfs.v1.Daemon/Fork"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -76,6 +77,12 @@ type DaemonClient interface {
 	// Audit queries the workspace's audit log (package audit), or with
 	// verify checks its chain; it commits what is pending first.
 	Audit(ctx context.Context, in *AuditRequest, opts ...grpc.CallOption) (*AuditResponse, error)
+	// Fork creates, lists, merges or discards the workspace's forks
+	// (copy-on-write branches: fs/fork.go), or lists what one changed. A
+	// merge that conflicts with the workspace's own changes since the fork
+	// fails with FAILED_PRECONDITION naming the files. The file API works
+	// on a fork when a call carries the gRPC metadata computerfs-fork: ID.
+	Fork(ctx context.Context, in *ForkRequest, opts ...grpc.CallOption) (*ForkResponse, error)
 }
 
 type daemonClient struct {
@@ -205,6 +212,16 @@ func (c *daemonClient) Audit(ctx context.Context, in *AuditRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *daemonClient) Fork(ctx context.Context, in *ForkRequest, opts ...grpc.CallOption) (*ForkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkResponse)
+	err := c.cc.Invoke(ctx, Daemon_Fork_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -243,6 +260,12 @@ type DaemonServer interface {
 	// Audit queries the workspace's audit log (package audit), or with
 	// verify checks its chain; it commits what is pending first.
 	Audit(context.Context, *AuditRequest) (*AuditResponse, error)
+	// Fork creates, lists, merges or discards the workspace's forks
+	// (copy-on-write branches: fs/fork.go), or lists what one changed. A
+	// merge that conflicts with the workspace's own changes since the fork
+	// fails with FAILED_PRECONDITION naming the files. The file API works
+	// on a fork when a call carries the gRPC metadata computerfs-fork: ID.
+	Fork(context.Context, *ForkRequest) (*ForkResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -285,6 +308,9 @@ func (UnimplementedDaemonServer) Execs(context.Context, *ExecsRequest) (*ExecsRe
 }
 func (UnimplementedDaemonServer) Audit(context.Context, *AuditRequest) (*AuditResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Audit not implemented")
+}
+func (UnimplementedDaemonServer) Fork(context.Context, *ForkRequest) (*ForkResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Fork not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -498,6 +524,24 @@ func _Daemon_Audit_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Fork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Fork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Fork_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Fork(ctx, req.(*ForkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -544,6 +588,10 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Audit",
 			Handler:    _Daemon_Audit_Handler,
+		},
+		{
+			MethodName: "Fork",
+			Handler:    _Daemon_Fork_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

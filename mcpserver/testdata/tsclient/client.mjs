@@ -54,7 +54,7 @@ async function call(name, args, opts) {
 try {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ["diff", "edit", "exec", "glob", "grep", "ls", "multi_edit", "read", "restore", "snapshot", "undo", "write"];
+  const want = ["diff", "edit", "exec", "fork", "glob", "grep", "ls", "multi_edit", "read", "restore", "snapshot", "undo", "write"];
   check("tools/list", JSON.stringify(names) === JSON.stringify(want), JSON.stringify(names));
   const exec = tools.find((t) => t.name === "exec");
   check("exec's backend enum", JSON.stringify(exec?.inputSchema?.properties?.backend?.enum ?? []).includes("shell"),
