@@ -28,8 +28,8 @@ import (
 //     snapshot name can be), so that the workspace's later commits keep
 //     the versions it reads, as a snapshot's pin does;
 //   - a bucket forks/ID holding its record and buckets of its own: an
-//     overlay of each versioned bucket (inodes, dirents, fchunks, xattrs,
-//     fsums) over the workspace as it was at F (versions.At), whose
+//     overlay of each versioned bucket (inodes, dirents, fchunks, xattrs)
+//     over the workspace as it was at F (versions.At), whose
 //     deletes of the workspace's records are tombstones
 //     (sealed.Overlay), and its own orphans, journal, snapshots (none)
 //     and meta (next inode number, commit count).
