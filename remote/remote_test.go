@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -520,5 +522,41 @@ func TestConditionalWrites(t *testing.T) {
 	}
 	if b, _, err := c.get(ctx, k, 100); err != nil || string(b) != "two" {
 		t.Errorf("HEAD is %q (%v), want two", b, err)
+	}
+}
+
+// TestPublish: a published file's presigned URL serves its bytes to a
+// plain HTTP client; an expired one does not.
+func TestPublish(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	c := testClient(t, s, "s3://cfs/ws", Retry{})
+	data := []byte("published bytes\n")
+	u, err := Publish(ctx, c, "/dir/report.txt", data, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, data) {
+		t.Errorf("GET %s: %d %q", u, resp.StatusCode, got)
+	}
+	u, err = Publish(ctx, c, "report.txt", data, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	resp, err = http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		t.Errorf("expired URL still served")
 	}
 }

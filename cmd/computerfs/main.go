@@ -56,6 +56,11 @@ func allCommands() []command {
 		{"stats", "WORKSPACE", "report sizes, deduplication and compression", cmdStats},
 		{"gc", "WORKSPACE", "delete chunks no file refers to", cmdGC},
 		{"limit", "WORKSPACE [SIZE]", "show or change the workspace size limit", cmdLimit},
+		{"remote", "add NAME s3://BUCKET/PREFIX | list", "a workspace's remotes on S3-compatible storage (--endpoint URL, --region R; credentials from the AWS variables and files)", cmdRemote},
+		{"push", "[-w WS] [NAME]", "upload a snapshot (--snapshot S; default: a new one) to a remote: only the chunks it lacks, then its manifest; refused if another host pushed since", cmdPush},
+		{"clone", "s3://BUCKET/PREFIX WS", "build a new workspace from a remote (--snapshot S), every chunk and the root verified", cmdClone},
+		{"pull", "[-w WS] [NAME]", "replace a workspace with its remote's newest push (--force: discard local changes)", cmdPull},
+		{"publish", "[-w WS] PATH", "upload one file to the remote and print a presigned GET URL (--expires 1h)", cmdPublish},
 		{"bench", "", "run the fio-style benchmarks side by side on computerfs, ext4 and tmpfs", cmdBench},
 	}
 }

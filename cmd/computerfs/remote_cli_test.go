@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/s3test"
+)
+
+// TestRemoteCLI: a workspace written through a real FUSE mount is
+// pushed to a real S3 server with the CLI, cloned into a second store
+// (the same files, the same root), a push killed with SIGKILL midway is
+// completed by the next (uploading only what it lacks), a second host's
+// stale push is refused with exit 4, and a published file's link
+// serves it over plain HTTP.
+func TestRemoteCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	files := map[string][]byte{"README": []byte("hello from host one\n"), "src/big.bin": randomData(3<<20, 1), "src/text": textData(200000)}
+	makeStore(t, home, ws, mnt, files, "--create")
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/team/ws", "--endpoint", s.Endpoint)
+	var push struct {
+		Snapshot, Root            string
+		Chunks, Uploaded, Checked int
+	}
+	r := mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Uploaded != push.Chunks || push.Chunks < 4 {
+		t.Errorf("first push: %+v", push)
+	}
+
+	clone := filepath.Join(filepath.Dir(ws), "clone.cfs")
+	r = mustCLI(t, home, "clone", "s3://cfs/team/ws", clone, "--endpoint", s.Endpoint)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("clone output: %s", r.stdout)
+	}
+	for name, want := range files {
+		got := mustCLI(t, home, "fs", "cat", "-w", clone, "/"+name).stdout
+		if got != string(want) {
+			t.Errorf("%s in the clone: %d bytes, want %d", name, len(got), len(want))
+		}
+	}
+	var snaps []struct{ Name, Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "snapshot", "list", clone, "--json").stdout), &snaps); err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Name != push.Snapshot || snaps[0].Root != push.Root {
+		t.Errorf("clone's snapshots %+v, want %s with root %s", snaps, push.Snapshot, push.Root)
+	}
+	fsckClean(t, home, clone)
+
+	// More data, and a push killed once some of it is up.
+	more := map[string][]byte{}
+	for i := range 6 {
+		more[fmt.Sprintf("more/f%d", i)] = randomData(2<<20, uint64(10+i))
+	}
+	makeStore(t, home, ws, mnt, more)
+	cmd := exec.Command(cfsBin, "push", "-w", ws)
+	cmd.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	chunksDir := filepath.Join(s.Dir(), "cfs", "chunks")
+	before := countFiles(chunksDir)
+	deadline := time.Now().Add(60 * time.Second)
+	for countFiles(chunksDir) < before+2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	mid := countFiles(chunksDir) - before
+	r = mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Uploaded >= push.Checked || push.Uploaded > push.Checked-mid {
+		t.Errorf("push after a killed one: %+v, the killed one had uploaded %d", push, mid)
+	}
+	t.Logf("killed push uploaded %d chunks; the next uploaded %d of %d checked", mid, push.Uploaded, push.Checked)
+	r = mustCLI(t, home, "pull", "-w", clone)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("pull output: %s", r.stdout)
+	}
+	for name, want := range more {
+		if got := mustCLI(t, home, "fs", "cat", "-w", clone, "/"+name).stdout; got != string(want) {
+			t.Errorf("%s after pull: %d bytes, want %d", name, len(got), len(want))
+		}
+	}
+
+	// A second host: a clone that falls behind is refused.
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/team/ws", other, "--endpoint", s.Endpoint)
+	mustCLI(t, home, "fs", "rm", "-w", ws, "/README")
+	mustCLI(t, home, "push", "-w", ws)
+	mustCLI(t, home, "fs", "rm", "-w", other, "/more/f0")
+	r = cli(t, home, "push", "-w", other)
+	if r.code != 4 || !strings.Contains(r.stderr, "pull it first") {
+		t.Errorf("stale push: want exit 4 naming the fix\n%v", r)
+	}
+
+	// Publish.
+	r = mustCLI(t, home, "publish", "-w", ws, "/src/text", "--expires", "10m")
+	resp, err := http.Get(strings.TrimSpace(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != string(files["src/text"]) {
+		t.Errorf("published link: %d, %d bytes", resp.StatusCode, len(body))
+	}
+}
+
+func countFiles(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
