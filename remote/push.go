@@ -276,4 +276,3 @@ func orNothing(s string) string {
 	}
 	return "manifest " + short(s)
 }
-

@@ -284,8 +284,8 @@ func ClientFor(ctx context.Context, r Remote, opts ClientOptions) (*Client, erro
 // Location is where the client points.
 func (c *Client) Location() Location { return c.loc }
 
-func (c *Client) chunkKey(id fmtID) string  { return "chunks/" + id.String()[:2] + "/" + id.String() }
-func (c *Client) key(rel string) string      { return c.loc.Prefix + "/" + rel }
+func (c *Client) chunkKey(id fmtID) string     { return "chunks/" + id.String()[:2] + "/" + id.String() }
+func (c *Client) key(rel string) string        { return c.loc.Prefix + "/" + rel }
 func (c *Client) manifestKey(id string) string { return c.key("manifests/" + id) }
 
 type fmtID interface{ String() string }

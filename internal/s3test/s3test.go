@@ -161,4 +161,3 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) Env() []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey, "AWS_REGION=" + s.Region}
 }
-
