@@ -71,21 +71,17 @@ func Clone(ctx context.Context, c *Client, ws string, opts CloneOptions) (*Clone
 	if _, err := os.Lstat(ws); err == nil && !opts.replace {
 		return nil, fmt.Errorf("clone: %s exists", ws)
 	}
-	key := c.key("HEAD")
+	rel := "HEAD"
 	if opts.Snapshot != "" {
-		key = c.key("snapshots/" + snapKey(opts.Snapshot))
+		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
-	rb, _, err := c.get(ctx, key, 1<<20)
+	ref, _, err := c.getRef(ctx, rel)
 	if errors.Is(err, errNotFound) {
 		if opts.Snapshot != "" {
 			return nil, fmt.Errorf("clone %s: no snapshot %s there", c.loc, opts.Snapshot)
 		}
 		return nil, fmt.Errorf("clone %s: nothing pushed there (no HEAD)", c.loc)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("clone %s: %w", c.loc, err)
-	}
-	ref, err := decodeRef(rb)
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", c.loc, err)
 	}
@@ -149,7 +145,10 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	g.SetLimit(c.conc)
 	for _, id := range need {
 		g.Go(func() error {
-			b, _, err := c.get(gctx, c.chunkKey(id), int64(m.ChunkSize)+int64(m.ChunkSize)/8+1024)
+			b, _, err := c.get(gctx, c.chunkKey(id), int64(m.ChunkSize)+int64(m.ChunkSize)/8+1024+int64(sealOverhead))
+			if err == nil {
+				b, err = c.openChunk(id, b)
+			}
 			if errors.Is(err, errNotFound) {
 				mu.Lock()
 				damage.Missing = append(damage.Missing, id)
@@ -299,18 +298,14 @@ func Pull(ctx context.Context, ws string, c *Client, opts PullOptions) (*CloneRe
 		return nil, err
 	}
 	cur := cfg.Cursors[opts.Remote]
-	key := c.key("HEAD")
+	rel := "HEAD"
 	if opts.Snapshot != "" {
-		key = c.key("snapshots/" + snapKey(opts.Snapshot))
+		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
-	rb, _, err := c.get(ctx, key, 1<<20)
+	ref, _, err := c.getRef(ctx, rel)
 	if errors.Is(err, errNotFound) {
 		return nil, fmt.Errorf("pull %s: nothing there", c.loc)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
-	}
-	ref, err := decodeRef(rb)
 	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
 	}

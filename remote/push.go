@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -118,17 +117,13 @@ func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushRep
 	rep := &PushReport{Snapshot: snap.Name, Root: m.Root}
 
 	// Where the remote is.
-	head, etag, err := c.get(ctx, c.key("HEAD"), 1<<20)
-	var ref Ref
+	ref, etag, err := c.getRef(ctx, "HEAD")
 	switch {
 	case errors.Is(err, errNotFound):
 		etag = "*"
 	case err != nil:
-		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
+		return nil, fmt.Errorf("push to %s: HEAD: %w", c.loc, err)
 	default:
-		if ref, err = decodeRef(head); err != nil {
-			return nil, fmt.Errorf("push to %s: HEAD: %w", c.loc, err)
-		}
 		if ref.Manifest != cur.Manifest && ref.Root != m.Root {
 			return nil, fmt.Errorf("push to %s: %w: it holds snapshot %s (root %s) pushed by %s at %s, and this workspace last synced with %s; pull it first, or push to another prefix",
 				c.loc, ErrConflict, ref.Snapshot, short(ref.Root), ref.Host, ref.PushedAt, orNothing(cur.Manifest))
@@ -180,7 +175,7 @@ func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushRep
 			}); err != nil {
 				return fmt.Errorf("read chunk %s: %w", id, err)
 			}
-			obj := encodeChunk(data)
+			obj := c.sealChunk(id, encodeChunk(data))
 			if err := c.put(gctx, key, obj, ""); err != nil {
 				return err
 			}
@@ -203,28 +198,23 @@ func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushRep
 		return rep, cfg.Save(ws)
 	}
 	m.PushedAt = now()
-	mb := EncodeManifest(m)
-	mid := ManifestID(mb)
-	rep.Manifest, rep.ManifestBytes = mid, len(mb)
-	if err := c.put(ctx, c.manifestKey(mid), mb, ""); err != nil {
+	mid, msize, err := c.putManifest(ctx, EncodeManifest(m))
+	if err != nil {
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
+	rep.Manifest, rep.ManifestBytes = mid, msize
 	nref := Ref{Manifest: mid, Root: m.Root, Snapshot: m.Snapshot, Parent: m.Parent, Host: opts.Host, PushedAt: m.PushedAt}
-	rb, _ := json.Marshal(nref)
-	skey := c.key("snapshots/" + snapKey(m.Snapshot))
-	if err := c.put(ctx, skey, rb, "*"); errors.Is(err, ErrConflict) {
+	srel := "snapshots/" + snapKey(m.Snapshot)
+	if err := c.putRef(ctx, srel, nref, "*"); errors.Is(err, ErrConflict) {
 		// Already there: fine if it names this tree.
-		old, _, gerr := c.get(ctx, skey, 1<<20)
-		if gerr != nil {
-			return nil, fmt.Errorf("push to %s: %w", c.loc, gerr)
-		}
-		if or, derr := decodeRef(old); derr != nil || or.Root != m.Root {
+		old, _, gerr := c.getRef(ctx, srel)
+		if gerr != nil || old.Root != m.Root {
 			return nil, fmt.Errorf("push to %s: %w: a snapshot named %s is already there with another root", c.loc, ErrConflict, m.Snapshot)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
-	if err := c.put(ctx, c.key("HEAD"), rb, etag); err != nil {
+	if err := c.putRef(ctx, "HEAD", nref, etag); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, fmt.Errorf("push to %s: %w: another push moved its HEAD meanwhile; pull it first (the chunks and manifest uploaded stay, and cost nothing to push again)", c.loc, ErrConflict)
 		}
@@ -245,6 +235,13 @@ func (c *Client) manifest(ctx context.Context, id string) (*Manifest, error) {
 	}
 	if got := ManifestID(b); got != id {
 		return nil, fmt.Errorf("manifest %s: %w: its bytes hash to %s", id, ErrFormat, got)
+	}
+	if c.enc != nil {
+		if b, err = c.enc.open("manifest", b); err != nil {
+			return nil, err
+		}
+	} else if isSealed(b) {
+		return nil, fmt.Errorf("manifest %s: %w", id, ErrEncrypted)
 	}
 	return DecodeManifest(b, maxManifest)
 }

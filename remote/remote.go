@@ -29,6 +29,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/computerfs/computerfs/chunkstore"
 )
 
 // Location is where a workspace lives on a remote: s3://BUCKET/PREFIX.
@@ -71,6 +73,9 @@ type Remote struct {
 	URL      string `json:"url"`
 	Endpoint string `json:"endpoint,omitempty"`
 	Region   string `json:"region,omitempty"`
+	// KeyFile, if set, is the key the remote's objects are encrypted
+	// with (crypt.go); the key stays on this host.
+	KeyFile string `json:"key_file,omitempty"`
 }
 
 // Cursor is what a workspace last synced with on a remote: the ref its
@@ -216,6 +221,8 @@ type ClientOptions struct {
 	// Credentials, if set, replace the standard AWS chain (tests).
 	Credentials aws.CredentialsProvider
 	Retry       Retry
+	// Key, if set, encrypts and authenticates every object (crypt.go).
+	Key []byte
 	// Concurrency is the number of requests in flight (8 if 0).
 	Concurrency int
 }
@@ -227,6 +234,7 @@ type Client struct {
 	loc   Location
 	retry Retry
 	conc  int
+	enc   *crypter
 }
 
 // NewClient makes a client of loc. Credentials come from the standard
@@ -263,6 +271,11 @@ func NewClient(ctx context.Context, loc Location, opts ClientOptions) (*Client, 
 	if c.conc == 0 {
 		c.conc = 8
 	}
+	if opts.Key != nil {
+		if c.enc, err = newCrypter(opts.Key); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -278,17 +291,27 @@ func ClientFor(ctx context.Context, r Remote, opts ClientOptions) (*Client, erro
 	if opts.Region == "" {
 		opts.Region = r.Region
 	}
+	if r.KeyFile != "" && opts.Key == nil {
+		if opts.Key, err = ReadKey(r.KeyFile); err != nil {
+			return nil, err
+		}
+	}
 	return NewClient(ctx, loc, opts)
 }
 
 // Location is where the client points.
 func (c *Client) Location() Location { return c.loc }
 
-func (c *Client) chunkKey(id fmtID) string     { return "chunks/" + id.String()[:2] + "/" + id.String() }
+func (c *Client) chunkKey(id chunkstore.ID) string {
+	name := id.String()
+	if c.enc != nil {
+		name = c.enc.objectID(id)
+	}
+	return "chunks/" + name[:2] + "/" + name
+}
+
 func (c *Client) key(rel string) string        { return c.loc.Prefix + "/" + rel }
 func (c *Client) manifestKey(id string) string { return c.key("manifests/" + id) }
-
-type fmtID interface{ String() string }
 
 // status is the HTTP status of a failed request, 0 if none came back.
 func status(err error) int {
@@ -402,4 +425,63 @@ func (c *Client) put(ctx context.Context, key string, data []byte, ifMatch strin
 		}
 		return err
 	})
+}
+
+// sealChunk is a chunk object as stored: encrypted when the client has
+// a key.
+func (c *Client) sealChunk(id chunkstore.ID, obj []byte) []byte {
+	if c.enc == nil {
+		return obj
+	}
+	return c.enc.seal("chunk "+c.enc.objectID(id), obj)
+}
+
+// openChunk decrypts a stored chunk object (when the client has a key).
+func (c *Client) openChunk(id chunkstore.ID, b []byte) ([]byte, error) {
+	if c.enc == nil {
+		if isSealed(b) {
+			return nil, fmt.Errorf("chunk %s: %w", id, ErrEncrypted)
+		}
+		return b, nil
+	}
+	return c.enc.open("chunk "+c.enc.objectID(id), b)
+}
+
+// getRef reads ref rel (HEAD, snapshots/NAME) with its ETag.
+func (c *Client) getRef(ctx context.Context, rel string) (Ref, string, error) {
+	b, etag, err := c.get(ctx, c.key(rel), 1<<20)
+	if err != nil {
+		return Ref{}, "", err
+	}
+	if c.enc != nil {
+		if b, err = c.enc.open("ref "+rel, b); err != nil {
+			return Ref{}, "", err
+		}
+	} else if isSealed(b) {
+		return Ref{}, "", fmt.Errorf("%s: %w: give its key (--key-file)", rel, ErrEncrypted)
+	}
+	r, err := decodeRef(b)
+	return r, etag, err
+}
+
+// putRef writes ref rel, conditionally as put does.
+func (c *Client) putRef(ctx context.Context, rel string, r Ref, ifMatch string) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if c.enc != nil {
+		b = c.enc.seal("ref "+rel, b)
+	}
+	return c.put(ctx, c.key(rel), b, ifMatch)
+}
+
+// putManifest writes an encoded manifest (sealed when the client has a
+// key) under its MID, the hash of what is stored.
+func (c *Client) putManifest(ctx context.Context, mb []byte) (string, int, error) {
+	if c.enc != nil {
+		mb = c.enc.seal("manifest", mb)
+	}
+	mid := ManifestID(mb)
+	return mid, len(mb), c.put(ctx, c.manifestKey(mid), mb, "")
 }

@@ -115,8 +115,25 @@ func TestRemoteCLI(t *testing.T) {
 		t.Errorf("stale push: want exit 4 naming the fix\n%v", r)
 	}
 
+	// An encrypted remote: a new key at add, the clone given it.
+	key := filepath.Join(filepath.Dir(ws), "remote.key")
+	mustCLI(t, home, "remote", "add", "-w", ws, "vault", "s3://cfs/vault", "--endpoint", s.Endpoint, "--key-file", key, "--new-key")
+	r = mustCLI(t, home, "push", "-w", ws, "vault", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	r = cli(t, home, "clone", "s3://cfs/vault", filepath.Join(filepath.Dir(ws), "nokey.cfs"), "--endpoint", s.Endpoint)
+	if r.code == 0 || !strings.Contains(r.stderr, "key") {
+		t.Errorf("clone of an encrypted remote without its key\n%v", r)
+	}
+	vclone := filepath.Join(filepath.Dir(ws), "vault.cfs")
+	r = mustCLI(t, home, "clone", "s3://cfs/vault", vclone, "--endpoint", s.Endpoint, "--key-file", key)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("encrypted clone: %s", r.stdout)
+	}
+
 	// Publish.
-	r = mustCLI(t, home, "publish", "-w", ws, "/src/text", "--expires", "10m")
+	r = mustCLI(t, home, "publish", "-w", ws, "--remote", "origin", "/src/text", "--expires", "10m")
 	resp, err := http.Get(strings.TrimSpace(r.stdout))
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ type remoteOpts struct {
 	force    bool
 	expires  time.Duration
 	asJSON   bool
+	keyFile  string
+	newKey   bool
 }
 
 func cmdRemote(ctx context.Context, e *env, args []string) error {
@@ -40,6 +42,8 @@ func cmdRemote(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&o.endpoint, "endpoint", "", "add: the S3 endpoint URL (default: AWS)")
 		fl.StringVar(&o.region, "region", "", "add: the region (default: $AWS_REGION, the AWS config, else us-east-1)")
 		fl.BoolVar(&o.asJSON, "json", false, "list: print JSON for machines")
+		fl.StringVar(&o.keyFile, "key-file", "", "add: encrypt everything pushed with the key in this file (64 hex digits; it never leaves this host)")
+		fl.BoolVar(&o.newKey, "new-key", false, "add: make a new random key in --key-file (mode 0600); keep a copy: without it nothing pushed can be read")
 	})
 	if err != nil {
 		return err
@@ -68,10 +72,30 @@ func runRemoteAdd(e *env, o remoteOpts, name, url string) error {
 	if err := requireWorkspace(ws); err != nil {
 		return err
 	}
-	if err := remote.Add(ws, name, remote.Remote{URL: url, Endpoint: o.endpoint, Region: o.region}); err != nil {
+	r := remote.Remote{URL: url, Endpoint: o.endpoint, Region: o.region}
+	if o.newKey && o.keyFile == "" {
+		return usageError{fmt.Errorf("--new-key needs --key-file PATH")}
+	}
+	if o.keyFile != "" {
+		if r.KeyFile, err = filepath.Abs(o.keyFile); err != nil {
+			return err
+		}
+		if o.newKey {
+			if err := remote.NewKey(r.KeyFile); err != nil {
+				return err
+			}
+		}
+		if _, err := remote.ReadKey(r.KeyFile); err != nil {
+			return err
+		}
+	}
+	if err := remote.Add(ws, name, r); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "remote %s: %s\n", name, url)
+	if o.newKey {
+		fmt.Fprintf(e.stdout, "new key in %s: copy it to every host that clones or pulls; without it nothing pushed can be read\n", r.KeyFile)
+	}
 	return nil
 }
 
@@ -225,6 +249,7 @@ func cmdClone(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&o.region, "region", "", "the region")
 		fl.StringVar(&o.snapshot, "snapshot", "", "clone this pushed snapshot (default: the remote's HEAD)")
 		fl.StringVar(&o.name, "name", "origin", "the remote's name in the new workspace")
+		fl.StringVar(&o.keyFile, "key-file", "", "the key of an encrypted remote")
 		fl.BoolVar(&o.asJSON, "json", false, "print JSON for machines")
 	})
 	if err != nil {
@@ -238,6 +263,12 @@ func cmdClone(ctx context.Context, e *env, args []string) error {
 
 func runClone(ctx context.Context, e *env, o remoteOpts, url, ws string) error {
 	r := remote.Remote{URL: url, Endpoint: o.endpoint, Region: o.region}
+	if o.keyFile != "" {
+		var err error
+		if r.KeyFile, err = filepath.Abs(o.keyFile); err != nil {
+			return err
+		}
+	}
 	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
 	if err != nil {
 		return err
