@@ -19,8 +19,18 @@ import (
 // by default), pushed to a real S3 server on loopback; then one chunk
 // in ten is changed (a byte of it, spread over every file) and the
 // workspace pushed again; then a clone. It reports what each push
-// uploaded and how long each step took. Run with -benchtime 1x.
+// uploaded and how long each step took, without and with encryption.
+// Run with -benchtime 1x.
 func BenchmarkRepush(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		key  []byte
+	}{{"plain", nil}, {"encrypted", make([]byte, KeySize)}} {
+		b.Run(tc.name, func(b *testing.B) { benchRepush(b, tc.key) })
+	}
+}
+
+func benchRepush(b *testing.B, key []byte) {
 	size := int64(1 << 30)
 	if v, err := strconv.ParseInt(os.Getenv("CFS_REPUSH_BYTES"), 10, 64); err == nil && v > 0 {
 		size = v
@@ -56,7 +66,7 @@ func BenchmarkRepush(b *testing.B) {
 		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
-		cl := testClient(b, s, "s3://cfs/ws", Retry{})
+		cl := keyClient(b, s, "s3://cfs/ws", key)
 		b.ResetTimer()
 		start := time.Now()
 		r1, err := Push(ctx, ws, cl, PushOptions{Remote: "origin"})
