@@ -86,6 +86,18 @@ type PushReport struct {
 // never overwritten. A push killed midway leaves chunks only, which the
 // next push finds and skips.
 func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushReport, error) {
+	f, err := fs.Open(ws, fs.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("push: open %s: %w", ws, err)
+	}
+	defer f.Close()
+	return PushFS(ctx, f, ws, c, opts)
+}
+
+// PushFS is Push of an open workspace f whose store is ws (a daemon's:
+// continuous sync). Only the snapshot it takes touches f; the rest reads
+// the snapshot, so writes go on meanwhile.
+func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOptions) (*PushReport, error) {
 	cfg, err := LoadConfig(ws)
 	if err != nil {
 		return nil, err
@@ -94,11 +106,6 @@ func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushRep
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
 	}
-	f, err := fs.Open(ws, fs.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("push: open %s: %w", ws, err)
-	}
-	defer f.Close()
 	if opts.Snapshot == "" {
 		opts.Snapshot = "push-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 		if _, err := f.CreateSnapshot(ctx, opts.Snapshot); err != nil {

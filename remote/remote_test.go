@@ -667,3 +667,87 @@ func TestEncryptedRemote(t *testing.T) {
 		t.Errorf("clone with an altered object: %v", err)
 	}
 }
+
+// TestSyncer: continuous sync of an open workspace pushes its changes
+// in the background; with the server down it turns pending and retries
+// with backoff, writes going on meanwhile; once the server is back it
+// pushes, and a clone is the workspace. Only the last sync snapshot is
+// kept.
+func TestSyncer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws.cfs")
+	writeWS(t, ws, map[string][]byte{"a": []byte("one")})
+	f, err := fs.Open(ws, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testClient(t, s, "s3://cfs/ws", Retry{Attempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond})
+	sy := &Syncer{FS: f, WS: ws, Remote: "origin", Client: c, Every: 50 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { sy.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done; f.Close() }()
+	waitFor := func(what string, ok func(SyncState) bool) SyncState {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			st, err := ReadSyncState(ws)
+			if err == nil && st != nil && ok(*st) {
+				return *st
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("sync never %s: %+v", what, sy.State())
+		return SyncState{}
+	}
+	root := func() string {
+		r, err := f.Root(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.String()
+	}
+	put := func(name, data string) {
+		a, err := f.Create(fs.Caller{}, fs.RootIno, name, fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(ctx, a.Ino, 0, []byte(data), false); err != nil {
+			t.Fatal(err)
+		}
+		f.Release(a.Ino)
+	}
+	r1 := root()
+	waitFor("pushed the first state", func(st SyncState) bool { return st.State == "idle" && st.LastRoot == r1 })
+
+	s.Stop()
+	put("b", "written while the server is down")
+	r2 := root()
+	st := waitFor("pending", func(st SyncState) bool { return st.State == "pending" && st.Attempts >= 2 })
+	if st.Error == "" || st.NextTry == "" {
+		t.Errorf("pending state without its error or next try: %+v", st)
+	}
+	put("c", "and more") // writes do not wait for the network
+	r3 := root()
+	s.Restart()
+	waitFor("caught up", func(st SyncState) bool { return st.State == "idle" && st.LastRoot == r3 })
+	_ = r2
+	snaps, err := f.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 {
+		t.Errorf("snapshots kept: %+v, want the last sync one", snaps)
+	}
+	clone := filepath.Join(dir, "clone.cfs")
+	if _, err := Clone(ctx, c, clone, CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, croot := readWS(t, clone)
+	if croot != r3 || got["c"] != "and more" || got["b"] != "written while the server is down" {
+		t.Errorf("clone of the synced workspace: root %s (want %s), files %q", croot, r3, got)
+	}
+}

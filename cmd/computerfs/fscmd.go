@@ -933,6 +933,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&limitStr, "limit", "", "workspace size limit, e.g. 10G")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
 		c.metrics.register(fl)
+		c.sync.register(fl)
 	})
 	if err != nil {
 		return err

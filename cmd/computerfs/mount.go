@@ -73,6 +73,7 @@ func cmdMount(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
 		fl.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
 		c.metrics.register(fl)
+		c.sync.register(fl)
 	})
 	if err != nil {
 		return err
@@ -133,6 +134,7 @@ type daemonConfig struct {
 	// installed.
 	autoAllowOther bool
 	metrics        metricsFlags
+	sync           syncFlags
 }
 
 // metricsFlags are the flags of the daemon's metrics listener.
@@ -309,6 +311,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
+	stopSync, err := startSync(ctx, e, c.sync, ws, f)
+	if err != nil {
+		return err
+	}
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
 	live := "serving " + ws + " on " + ctl.Path()
@@ -372,6 +378,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		closeMetrics(ctx, e, msrv)
 	}
 	ctl.Close()
+	stopSync()
 	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", ws, err)

@@ -155,3 +155,57 @@ func countFiles(dir string) int {
 	})
 	return n
 }
+
+// TestContinuousSyncCLI: a daemon mounted with --push-every pushes what
+// is written through its mount in the background; status shows the
+// sync; a clone of the remote has the files, and the daemon stops
+// cleanly.
+func TestContinuousSyncCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/synced", "--endpoint", s.Endpoint)
+	pid := runDaemon(t, home, ws, mnt, "--push-every", "200ms")
+	data := randomData(1<<20, 5)
+	writeFile(t, filepath.Join(mnt, "file"), data)
+	var st struct {
+		Sync *struct {
+			State    string `json:"state"`
+			Root     string `json:"last_root"`
+			Snapshot string `json:"snapshot"`
+		} `json:"sync"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := mustCLI(t, home, "status", ws, "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Sync != nil && st.Sync.State == "idle" && st.Sync.Root != "" {
+			// Pushed something: is it the file?
+			clone := filepath.Join(t.TempDir(), "c.cfs")
+			if r := cli(t, home, "clone", "s3://cfs/synced", clone, "--endpoint", s.Endpoint); r.code == 0 {
+				if got := cli(t, home, "fs", "cat", "-w", clone, "/file"); got.stdout == string(data) {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never synced: %+v", st.Sync)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := mustCLI(t, home, "status", ws); !strings.Contains(r.stdout, "idle to origin") {
+		t.Errorf("status does not show the sync:\n%s", r.stdout)
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	if !waitGone(pid, 20*time.Second) {
+		t.Fatalf("daemon %d did not stop", pid)
+	}
+}
