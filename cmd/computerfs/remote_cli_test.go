@@ -204,6 +204,41 @@ func TestContinuousSyncCLI(t *testing.T) {
 	if r := mustCLI(t, home, "status", ws); !strings.Contains(r.stdout, "idle to origin") {
 		t.Errorf("status does not show the sync:\n%s", r.stdout)
 	}
+
+	// The daemon killed with SIGKILL while it pushes: the next one
+	// completes the push, and the remote stays consistent throughout.
+	chunksDir := filepath.Join(s.Dir(), "cfs", "chunks")
+	before := countFiles(chunksDir)
+	big := randomData(48<<20, 6)
+	writeFile(t, filepath.Join(mnt, "big"), big)
+	deadline = time.Now().Add(60 * time.Second)
+	for countFiles(chunksDir) < before+3 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !waitGone(pid, 20*time.Second) {
+		t.Fatalf("daemon %d survived SIGKILL", pid)
+	}
+	t.Logf("killed the daemon with %d of 48 new chunks uploaded", countFiles(chunksDir)-before)
+	detach(t, mnt)
+	// Whatever HEAD names now clones whole (the remote is consistent).
+	mid := filepath.Join(t.TempDir(), "mid.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/synced", mid, "--endpoint", s.Endpoint)
+	fsckClean(t, home, mid)
+	pid = runDaemon(t, home, ws, mnt, "--push-every", "200ms")
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		clone := filepath.Join(t.TempDir(), "c.cfs")
+		if r := cli(t, home, "clone", "s3://cfs/synced", clone, "--endpoint", s.Endpoint); r.code == 0 {
+			if got := cli(t, home, "fs", "cat", "-w", clone, "/big"); got.stdout == string(big) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted daemon never pushed the file")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 	syscall.Kill(pid, syscall.SIGTERM)
 	if !waitGone(pid, 20*time.Second) {
 		t.Fatalf("daemon %d did not stop", pid)
