@@ -392,3 +392,31 @@ func beginImportTx(tx *chunkstore.Tx) (uint64, error) {
 	}
 	return epoch, nil
 }
+
+// Inode decodes an inodes record: its attributes and symlink target.
+func (r TreeRecord) Inode() (Attr, string, error) {
+	if r.Bucket != RecInodes || len(r.Key) != 8 {
+		return Attr{}, "", fmt.Errorf("not an inode record: %w", errBadRecord)
+	}
+	return decodeInode(keyIno(r.Key), r.Value)
+}
+
+// Dirent decodes a dirents record: the entry name of directory parent.
+func (r TreeRecord) Dirent() (parent Ino, e DirEntry, err error) {
+	if r.Bucket != RecDirents || len(r.Key) <= 8 {
+		return 0, DirEntry{}, fmt.Errorf("not an entry record: %w", errBadRecord)
+	}
+	d, err := decodeDirent(r.Value)
+	if err != nil {
+		return 0, DirEntry{}, err
+	}
+	return keyIno(r.Key), DirEntry{Name: string(r.Key[8:]), Ino: d.Ino, Type: d.Type}, nil
+}
+
+// ChunkIndex is the file and the index a chunk-list record is for.
+func (r TreeRecord) ChunkIndex() (Ino, uint64, bool) {
+	if _, ok := r.Chunk(); !ok {
+		return 0, 0, false
+	}
+	return keyIno(r.Key), binary.BigEndian.Uint64(r.Key[8:]), true
+}

@@ -27,6 +27,9 @@ type CloneOptions struct {
 	RemoteName string
 	Remote     Remote
 	Progress   func(Progress)
+	// KeepSpool leaves the downloaded chunks in SpoolDir(ws) (a lazy
+	// mount reads them).
+	KeepSpool bool
 	// cache is a store whose chunks are used instead of downloads
 	// (pull); replace lets the clone rename over an existing ws.
 	cache   *chunkstore.Store
@@ -104,21 +107,11 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	ids := m.Chunks()
 	rep.Chunks = len(ids)
 
-	spool := ws + ".clone.d"
+	spool := SpoolDir(ws)
 	if err := os.MkdirAll(spool, 0o700); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	spooled := func(id chunkstore.ID) string { return filepath.Join(spool, id.String()) }
-	readSpool := func(id chunkstore.ID) ([]byte, error) {
-		b, err := os.ReadFile(spooled(id))
-		if err != nil {
-			return nil, err
-		}
-		if chunkstore.Sum(b) != id {
-			return nil, fmt.Errorf("spooled chunk %s: %w", id, chunkstore.ErrCorrupt)
-		}
-		return b, nil
-	}
+	readSpool := func(id chunkstore.ID) ([]byte, error) { return ReadSpooled(spool, id) }
 	inCache := func(id chunkstore.ID) bool {
 		if opts.cache == nil {
 			return false
@@ -145,10 +138,7 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	g.SetLimit(c.conc)
 	for _, id := range need {
 		g.Go(func() error {
-			b, _, err := c.get(gctx, c.chunkKey(id), int64(m.ChunkSize)+int64(m.ChunkSize)/8+1024+int64(sealOverhead))
-			if err == nil {
-				b, err = c.openChunk(id, b)
-			}
+			data, n, err := c.fetchChunk(gctx, id, m.ChunkSize)
 			if errors.Is(err, errNotFound) {
 				mu.Lock()
 				damage.Missing = append(damage.Missing, id)
@@ -156,25 +146,21 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 				pr.add(1, 0)
 				return nil
 			}
-			if err != nil && !errors.Is(err, ErrFormat) {
-				return err
-			}
-			var data []byte
-			if err == nil {
-				data, err = decodeChunk(id, b, m.ChunkSize)
-			}
-			if err != nil {
+			if errors.Is(err, ErrFormat) {
 				mu.Lock()
 				damage.Corrupt = append(damage.Corrupt, id)
 				mu.Unlock()
 				pr.add(1, 0)
 				return nil
 			}
-			if err := writeFileAtomic(spooled(id), data); err != nil {
+			if err != nil {
+				return err
+			}
+			if err := WriteSpooled(spool, id, data); err != nil {
 				return err
 			}
 			downloaded.Add(1)
-			pr.add(1, int64(len(b)))
+			pr.add(1, int64(n))
 			return nil
 		})
 	}
@@ -241,7 +227,9 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err := syncDir(filepath.Dir(ws)); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	os.RemoveAll(spool)
+	if !opts.KeepSpool {
+		os.RemoveAll(spool)
+	}
 	cfg, err := LoadConfig(ws)
 	if err != nil {
 		return nil, err
@@ -256,6 +244,74 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 		}
 	}
 	return rep, nil
+}
+
+// SpoolDir is where chunks downloaded for workspace ws wait, verified,
+// until its clone is built: a killed clone's downloads are reused.
+func SpoolDir(ws string) string { return ws + ".clone.d" }
+
+// ReadSpooled reads chunk id from spool, checked against its ID.
+func ReadSpooled(spool string, id chunkstore.ID) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(spool, id.String()))
+	if err != nil {
+		return nil, err
+	}
+	if chunkstore.Sum(b) != id {
+		return nil, fmt.Errorf("spooled chunk %s: %w", id, chunkstore.ErrCorrupt)
+	}
+	return b, nil
+}
+
+// WriteSpooled stores chunk id's plaintext in spool (atomically).
+func WriteSpooled(spool string, id chunkstore.ID, data []byte) error {
+	return writeFileAtomic(filepath.Join(spool, id.String()), data)
+}
+
+// fetchChunk downloads chunk id and returns its verified plaintext and
+// the object's size: errNotFound if missing, ErrFormat if it does not
+// decode to its ID.
+func (c *Client) fetchChunk(ctx context.Context, id chunkstore.ID, chunkSize int) ([]byte, int, error) {
+	b, _, err := c.get(ctx, c.chunkKey(id), int64(chunkSize)+int64(chunkSize)/8+1024+int64(sealOverhead))
+	if err != nil {
+		return nil, 0, err
+	}
+	if b, err = c.openChunk(id, b); err != nil {
+		return nil, 0, err
+	}
+	data, err := decodeChunk(id, b, chunkSize)
+	return data, len(b), err
+}
+
+// FetchChunk is a chunk of a manifest, downloaded and verified.
+func (c *Client) FetchChunk(ctx context.Context, id chunkstore.ID, chunkSize int) ([]byte, error) {
+	data, _, err := c.fetchChunk(ctx, id, chunkSize)
+	if errors.Is(err, errNotFound) {
+		return nil, fmt.Errorf("chunk %s: missing on the remote", id)
+	}
+	return data, err
+}
+
+// Snapshot reads the manifest of the remote's HEAD, or of snapshot name.
+func (c *Client) Snapshot(ctx context.Context, name string) (*Manifest, error) {
+	rel := "HEAD"
+	if name != "" {
+		rel = "snapshots/" + snapKey(name)
+	}
+	ref, _, err := c.getRef(ctx, rel)
+	if errors.Is(err, errNotFound) {
+		return nil, fmt.Errorf("%s: no %s there", c.loc, rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.manifest(ctx, ref.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	if m.Root != ref.Root {
+		return nil, fmt.Errorf("%s: %w: manifest %s has root %s, its ref says %s", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), short(ref.Root))
+	}
+	return m, nil
 }
 
 func checkRoot(path string, want versions.Root) error {

@@ -57,6 +57,9 @@ func defaultMountpoint() string {
 }
 
 func cmdMount(ctx context.Context, e *env, args []string) error {
+	if isLazyMount(args) {
+		return cmdLazyMount(ctx, e, args) // lazymount.go
+	}
 	var (
 		daemon     bool
 		create     bool

@@ -244,3 +244,56 @@ func TestContinuousSyncCLI(t *testing.T) {
 		t.Fatalf("daemon %d did not stop", pid)
 	}
 }
+
+// TestLazyMountCLI: mount --remote serves a pushed workspace's files at
+// once, read-only, while the clone goes on in the background; once it
+// is done and the mount stopped, the clone is fsck-clean with the
+// pushed root.
+func TestLazyMountCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	files := map[string][]byte{"a/readme": []byte("lazy\n"), "big": randomData(8<<20, 3)}
+	makeStore(t, home, ws, mnt, files, "--create")
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/lazy", "--endpoint", s.Endpoint)
+	var push struct{ Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "push", "-w", ws, "--json").stdout), &push); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(filepath.Dir(ws), "lazy.cfs")
+	lmnt := filepath.Join(filepath.Dir(ws), "lmnt")
+	p := startMount(t, home, clone, lmnt, "--remote", "s3://cfs/lazy", "--endpoint", s.Endpoint)
+	for name, want := range files {
+		checkFile(t, filepath.Join(lmnt, name), want)
+	}
+	if err := os.WriteFile(filepath.Join(lmnt, "new"), nil, 0o644); err == nil {
+		t.Errorf("created a file in a lazy mount")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(p.output(), "cloned into") {
+		if time.Now().After(deadline) {
+			t.Fatalf("background clone never finished\n%s", p.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("lazy mount exit %d\n%s", code, p.output())
+	}
+	fsckClean(t, home, clone)
+	var snaps []struct{ Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "snapshot", "list", clone, "--json").stdout), &snaps); err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Root != push.Root {
+		t.Errorf("clone's snapshots %+v, want root %s", snaps, push.Root)
+	}
+	if _, err := os.Stat(clone + ".clone.d"); !os.IsNotExist(err) {
+		t.Errorf("spool left: %v", err)
+	}
+}
