@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,6 +140,9 @@ func ImportTree(store *chunkstore.Store, recs []TreeRecord, chunk func(chunkstor
 		if err := checkSnapshotName(opts.Snapshot); err != nil {
 			return Snapshot{}, err
 		}
+	}
+	if err := CheckTree(recs, store.ChunkSize()); err != nil {
+		return Snapshot{}, fmt.Errorf("import: %w", err)
 	}
 	if opts.BatchBytes == 0 {
 		opts.BatchBytes = 64 << 20
@@ -419,4 +423,73 @@ func (r TreeRecord) ChunkIndex() (Ino, uint64, bool) {
 		return 0, 0, false
 	}
 	return keyIno(r.Key), binary.BigEndian.Uint64(r.Key[8:]), true
+}
+
+// CheckTree checks that records (from another host: hostile) make a
+// tree this package can serve, without reading any chunk: every record
+// decodes; the root is a directory; names are 1 to 255 bytes without /
+// or NUL and not . or ..; every entry's directory is a directory of
+// the records and its child exists with the type it names; chunk-list
+// records belong to regular files and lie within their size (chunkSize
+// is the store's); xattrs belong to inodes and fit their limits;
+// summaries are 16 bytes. It says what is wrong first.
+func CheckTree(recs []TreeRecord, chunkSize int) error {
+	attrs := make(map[Ino]Attr)
+	for _, r := range recs {
+		if r.Bucket == RecInodes {
+			a, _, err := r.Inode()
+			if err != nil {
+				return err
+			}
+			if a.Ino == 0 || a.Ino >= MaxIno {
+				return fmt.Errorf("inode %d: %w: number out of range", a.Ino, errBadRecord)
+			}
+			attrs[a.Ino] = a
+		}
+	}
+	if a, ok := attrs[RootIno]; !ok || !a.IsDir() {
+		return fmt.Errorf("no root directory: %w", errBadRecord)
+	}
+	for _, r := range recs {
+		switch r.Bucket {
+		case RecInodes:
+		case RecDirents:
+			parent, e, err := r.Dirent()
+			if err != nil {
+				return err
+			}
+			if len(e.Name) > 255 || strings.ContainsAny(e.Name, "/\x00") || e.Name == "." || e.Name == ".." {
+				return fmt.Errorf("entry %q of directory %d: %w: bad name", e.Name, parent, errBadRecord)
+			}
+			if p, ok := attrs[parent]; !ok || !p.IsDir() {
+				return fmt.Errorf("entry %q: %w: directory %d missing", e.Name, errBadRecord, parent)
+			}
+			if c, ok := attrs[e.Ino]; !ok || c.Mode&syscall.S_IFMT != e.Type || e.Ino == RootIno {
+				return fmt.Errorf("entry %q of directory %d: %w: child %d missing or of another type", e.Name, parent, errBadRecord, e.Ino)
+			}
+		case RecChunks:
+			ino, idx, ok := r.ChunkIndex()
+			if !ok {
+				return fmt.Errorf("chunk-list record %x: %w", r.Key, errBadRecord)
+			}
+			a, ok := attrs[ino]
+			if !ok || !a.IsRegular() || idx >= (a.Size+uint64(chunkSize)-1)/uint64(chunkSize) {
+				return fmt.Errorf("chunk %d of inode %d: %w: not within a regular file", idx, ino, errBadRecord)
+			}
+		case RecXattrs:
+			if len(r.Key) <= 8 || len(r.Key) > 8+255 || len(r.Value) > maxXattrValue {
+				return fmt.Errorf("xattr record %x: %w", r.Key, errBadRecord)
+			}
+			if _, ok := attrs[keyIno(r.Key)]; !ok {
+				return fmt.Errorf("xattr of inode %d: %w: no such inode", keyIno(r.Key), errBadRecord)
+			}
+		case RecSums:
+			if len(r.Key) != 8 || len(r.Value) != 16 {
+				return fmt.Errorf("summary record %x: %w", r.Key, errBadRecord)
+			}
+		default:
+			return fmt.Errorf("record of bucket %d: %w", r.Bucket, errBadRecord)
+		}
+	}
+	return nil
 }

@@ -92,6 +92,58 @@ func TestExportImport(t *testing.T) {
 		t.Errorf("import of a changed record: %v, want ErrRootMismatch", err)
 	}
 
+	// A tree made consistent with its root by whoever altered it, but
+	// not servable: refused by CheckTree.
+	for _, tc := range []struct {
+		name string
+		edit func(r *TreeRecord) bool
+	}{
+		{"name with a slash", func(r *TreeRecord) bool {
+			if r.Bucket != RecDirents {
+				return false
+			}
+			r.Key = append(bytes.Clone(r.Key[:8]), "x/y"...)
+			return true
+		}},
+		{"name ..", func(r *TreeRecord) bool {
+			if r.Bucket != RecDirents {
+				return false
+			}
+			r.Key = append(bytes.Clone(r.Key[:8]), ".."...)
+			return true
+		}},
+		{"chunk past the end", func(r *TreeRecord) bool {
+			if r.Bucket != RecChunks {
+				return false
+			}
+			r.Key = chunkKey(keyIno(r.Key), 1000)
+			return true
+		}},
+		{"entry to a missing inode", func(r *TreeRecord) bool {
+			if r.Bucket != RecDirents {
+				return false
+			}
+			v := bytes.Clone(r.Value)
+			v[0] = 0x7f
+			r.Value = v
+			return true
+		}},
+	} {
+		bad := append([]TreeRecord(nil), recs...)
+		for i := range bad {
+			if tc.edit(&bad[i]) {
+				break
+			}
+		}
+		root, err := TreeRoot(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ImportTree(newStore(), bad, chunkOf, ImportOptions{Root: root}); !errors.Is(err, errBadRecord) {
+			t.Errorf("%s: import %v, want errBadRecord", tc.name, err)
+		}
+	}
+
 	s := newStore()
 	got, err := ImportTree(s, recs, chunkOf, ImportOptions{Root: snap.Root, Snapshot: "s1", BatchBytes: 4096})
 	if err != nil {

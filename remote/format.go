@@ -159,6 +159,9 @@ func DecodeManifest(b []byte, limit int) (*Manifest, error) {
 	if len(p) != 0 {
 		return nil, fmt.Errorf("manifest: %w: %d bytes after the records", ErrFormat, len(p))
 	}
+	if err := fs.CheckTree(m.Records, m.ChunkSize); err != nil {
+		return nil, fmt.Errorf("manifest: %w: %v", ErrFormat, err)
+	}
 	want, err := m.root()
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w: root: %v", ErrFormat, err)

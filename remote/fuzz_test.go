@@ -2,22 +2,39 @@ package remote
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
 )
 
+// sampleManifest is the manifest of a small real workspace.
 func sampleManifest(t testing.TB) []byte {
-	recs := []fs.TreeRecord{
-		{Bucket: fs.RecInodes, Key: []byte{0, 0, 0, 0, 0, 0, 0, 1}, Value: bytes.Repeat([]byte{1}, 69)},
-		{Bucket: fs.RecChunks, Key: make([]byte, 16), Value: make([]byte, 32)},
-	}
-	root, err := fs.TreeRoot(recs)
+	ws := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := fs.Open(ws, fs.Options{ChunkSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return EncodeManifest(&Manifest{ManifestHeader: ManifestHeader{Format: 1, Snapshot: "s", Root: root.String(), ChunkSize: 1 << 20}, Records: recs})
+	a, err := f.Create(fs.Caller{}, fs.RootIno, "f", fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(context.Background(), a.Ino, 0, bytes.Repeat([]byte("x"), 5000), false)
+	f.Release(a.Ino)
+	if _, err := f.CreateSnapshot(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []fs.TreeRecord
+	snap, err := fs.ExportSnapshot(f.Store(), "s", func(r fs.TreeRecord) error { recs = append(recs, r); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	root := snap.Root
+	return EncodeManifest(&Manifest{ManifestHeader: ManifestHeader{Format: 1, Snapshot: "s", Root: root.String(), ChunkSize: 4096}, Records: recs})
 }
 
 // FuzzDecodeManifest: any bytes decode to a manifest whose records sum
@@ -25,7 +42,11 @@ func sampleManifest(t testing.TB) []byte {
 // allocation; what decodes encodes back to a manifest that decodes the
 // same.
 func FuzzDecodeManifest(f *testing.F) {
-	f.Add(sampleManifest(f))
+	seed := sampleManifest(f)
+	if _, err := DecodeManifest(seed, 1<<20); err != nil {
+		f.Fatalf("the seed manifest does not decode: %v", err)
+	}
+	f.Add(seed)
 	f.Add([]byte(manifestMagic))
 	f.Add([]byte("CFSMAN1\n\xff\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, b []byte) {

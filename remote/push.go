@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,7 @@ func Push(ctx context.Context, ws string, c *Client, opts PushOptions) (*PushRep
 // PushFS is Push of an open workspace f whose store is ws (a daemon's:
 // continuous sync). Only the snapshot it takes touches f; the rest reads
 // the snapshot, so writes go on meanwhile.
-func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOptions) (*PushReport, error) {
+func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOptions) (rep *PushReport, err error) {
 	cfg, err := LoadConfig(ws)
 	if err != nil {
 		return nil, err
@@ -107,10 +108,25 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 		opts.Host, _ = os.Hostname()
 	}
 	if opts.Snapshot == "" {
+		// A snapshot of its own, kept while it is the last pushed: the
+		// one the previous push took goes once this one is up, and this
+		// one goes if the push fails.
 		opts.Snapshot = "push-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 		if _, err := f.CreateSnapshot(ctx, opts.Snapshot); err != nil {
 			return nil, fmt.Errorf("push: %w", err)
 		}
+		defer func() {
+			drop := opts.Snapshot
+			if err == nil && !rep.UpToDate {
+				drop = cur.Snapshot
+				if !strings.HasPrefix(drop, "push-") || drop == opts.Snapshot {
+					return
+				}
+			}
+			if _, derr := fs.DeleteSnapshot(f.Store(), drop); derr != nil && !errors.Is(derr, fs.ErrNoSnapshot) {
+				err = errors.Join(err, fmt.Errorf("push: delete snapshot %s: %w", drop, derr))
+			}
+		}()
 	}
 	m := &Manifest{ManifestHeader: ManifestHeader{Format: 1, ChunkSize: f.Store().ChunkSize(), Host: opts.Host}}
 	snap, err := fs.ExportSnapshot(f.Store(), opts.Snapshot, func(r fs.TreeRecord) error {
@@ -121,7 +137,7 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 		return nil, fmt.Errorf("push: %w", err)
 	}
 	m.Snapshot, m.Epoch, m.Created, m.Root = snap.Name, snap.Epoch, snap.Created, snap.Root.String()
-	rep := &PushReport{Snapshot: snap.Name, Root: m.Root}
+	rep = &PushReport{Snapshot: snap.Name, Root: m.Root}
 
 	// Where the remote is.
 	ref, etag, err := c.getRef(ctx, "HEAD")

@@ -282,6 +282,11 @@ func TestPushClone(t *testing.T) {
 	}
 	fsck(t, ws2)
 
+	// Pushes keep one snapshot of their own: the last pushed.
+	if snaps := snapshotsOf(t, ws1); len(snaps) != 1 || snaps[0] != rep.Snapshot {
+		t.Errorf("snapshots after three pushes: %q, want [%s]", snaps, rep.Snapshot)
+	}
+
 	// A second workspace with most of the same files, and two of its own.
 	own := randomFiles(99, 2)
 	writeWS(t, ws3, files)
@@ -750,4 +755,22 @@ func TestSyncer(t *testing.T) {
 	if croot != r3 || got["c"] != "and more" || got["b"] != "written while the server is down" {
 		t.Errorf("clone of the synced workspace: root %s (want %s), files %q", croot, r3, got)
 	}
+}
+
+func snapshotsOf(t testing.TB, ws string) []string {
+	t.Helper()
+	st, err := chunkstore.Open(ws, chunkstore.Options{ReadOnly: true, MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	snaps, err := fs.ListSnapshots(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range snaps {
+		out = append(out, s.Name)
+	}
+	return out
 }
