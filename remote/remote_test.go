@@ -386,6 +386,10 @@ func TestDamagedRemote(t *testing.T) {
 	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
 		t.Fatal(err)
 	}
+	first := filepath.Join(dir, "first.cfs")
+	if _, err := Clone(ctx, c, first, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
 	obj := func(data []byte) string {
 		id := chunkstore.Sum(data)
 		return filepath.Join(s.Dir(), "cfs", "chunks", id.String()[:2], id.String())
@@ -417,6 +421,26 @@ func TestDamagedRemote(t *testing.T) {
 	if _, err := os.Stat(clone); !os.IsNotExist(err) {
 		t.Errorf("clone installed despite damage: %v", err)
 	}
+
+	// A pull whose new chunk is missing: refused, naming the file; the
+	// workspace pulled into is untouched (the chunks it holds are not
+	// fetched, so the damage above does not concern it).
+	_, before := readWS(t, first)
+	writeWS(t, ws, map[string][]byte{"new/file": bytes.Repeat([]byte("n"), 3000)})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(obj(bytes.Repeat([]byte("n"), 3000))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Pull(ctx, first, c, PullOptions{Remote: "origin"})
+	if !errors.As(err, &de) || strings.Join(de.Paths, " ") != "/new/file" {
+		t.Errorf("pull of a missing chunk: %v, want a DamageError naming /new/file", err)
+	}
+	if _, after := readWS(t, first); after != before {
+		t.Errorf("failed pull changed the workspace: root %s, was %s", after, before)
+	}
+	fsck(t, first)
 }
 
 // TestServerStoppedMidPush: the server killed while a push uploads, and
