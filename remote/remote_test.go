@@ -798,3 +798,47 @@ func snapshotsOf(t testing.TB, ws string) []string {
 	}
 	return out
 }
+
+// TestCloneResumes: a clone cut off midway keeps what it downloaded in
+// its spool, and the next one fetches only the rest.
+func TestCloneResumes(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws.cfs")
+	writeWS(t, ws, randomFiles(3, 30))
+	c := testClient(t, s, "s3://cfs/ws", Retry{})
+	rep, err := Push(ctx, ws, c, PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(dir, "clone.cfs")
+	cctx, cancel := context.WithCancel(ctx)
+	c.conc = 2
+	_, err = Clone(cctx, c, clone, CloneOptions{Progress: func(p Progress) {
+		if p.Done >= 5 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut-off clone: %v", err)
+	}
+	spooled, _ := os.ReadDir(SpoolDir(clone))
+	if len(spooled) == 0 || len(spooled) >= rep.Chunks {
+		t.Fatalf("%d chunks spooled of %d", len(spooled), rep.Chunks)
+	}
+	crep, err := Clone(ctx, c, clone, CloneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crep.Downloaded != rep.Chunks-len(spooled) {
+		t.Errorf("resumed clone downloaded %d, want %d - %d", crep.Downloaded, rep.Chunks, len(spooled))
+	}
+	want, root := readWS(t, ws)
+	got, croot := readWS(t, clone)
+	sameTree(t, got, want)
+	if croot != root {
+		t.Errorf("root %s, want %s", croot, root)
+	}
+}
