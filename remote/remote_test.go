@@ -842,3 +842,30 @@ func TestCloneResumes(t *testing.T) {
 		t.Errorf("root %s, want %s", croot, root)
 	}
 }
+
+// TestSyncerKick: with a long period, a kick (an exec) pushes at once.
+func TestSyncerKick(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	ws := filepath.Join(t.TempDir(), "ws.cfs")
+	writeWS(t, ws, map[string][]byte{"a": []byte("kicked")})
+	f, err := fs.Open(ws, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kick := make(chan struct{}, 1)
+	sy := &Syncer{FS: f, WS: ws, Remote: "origin", Client: testClient(t, s, "s3://cfs/ws", Retry{}), Every: time.Hour, Kick: kick}
+	done := make(chan struct{})
+	go func() { sy.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done; f.Close() }()
+	kick <- struct{}{}
+	deadline := time.Now().Add(30 * time.Second)
+	for sy.State().LastPush == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a kick did not push: %+v", sy.State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

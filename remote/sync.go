@@ -32,6 +32,9 @@ type Syncer struct {
 	Log    *slog.Logger
 	// MinBackoff and MaxBackoff bound the retry delays (1 s and 60 s if 0).
 	MinBackoff, MaxBackoff time.Duration
+	// Kick, if not nil, makes the syncer look at once (after an exec)
+	// rather than at its next tick; a retry's backoff still holds.
+	Kick <-chan struct{}
 
 	mu    sync.Mutex
 	state SyncState
@@ -125,10 +128,14 @@ func (s *Syncer) Run(ctx context.Context) {
 		}
 	}
 	for {
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-time.After(wait):
+		case <-timer.C:
+		case <-s.kick(wait):
+			timer.Stop()
 		}
 		wait = s.Every
 		root, err := s.FS.Root(ctx)
@@ -189,4 +196,12 @@ func (s *Syncer) dropSnapshot(name string) {
 	if _, err := fs.DeleteSnapshot(s.FS.Store(), name); err != nil && !errors.Is(err, fs.ErrNoSnapshot) {
 		s.Log.Warn("sync: delete a sync snapshot", "snapshot", name, "err", err)
 	}
+}
+
+// kick is the Kick channel while no retry is waiting (wait is the tick).
+func (s *Syncer) kick(wait time.Duration) <-chan struct{} {
+	if wait != s.Every {
+		return nil
+	}
+	return s.Kick
 }

@@ -249,7 +249,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if absMnt != "" {
 		viewMount = views.mount
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec, viewMount)
+	kick := make(chan struct{}, 1) // execs kick the syncer (--push-every)
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick), viewMount)
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
-	stopSync, err := startSync(ctx, e, c.sync, ws, f)
+	stopSync, err := startSync(ctx, e, c.sync, ws, f, kick)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/remote"
 )
@@ -18,7 +19,7 @@ type syncFlags struct {
 }
 
 func (s *syncFlags) register(fl *flag.FlagSet) {
-	fl.DurationVar(&s.every, "push-every", 0, "push the workspace to its remote in the background this often when it changed (continuous sync; 0: never)")
+	fl.DurationVar(&s.every, "push-every", 0, "push the workspace to its remote in the background this often, and after every exec, when it changed (continuous sync; 0: never)")
 	fl.StringVar(&s.remote, "push-remote", "", "the remote --push-every pushes to (default: the only one, or origin)")
 }
 
@@ -26,7 +27,7 @@ func (s *syncFlags) register(fl *flag.FlagSet) {
 // the returned stop ends it and waits for it. A remote that cannot be
 // reached at start fails the daemon's start (it is a configuration
 // error); later failures only leave the sync pending.
-func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS) (stop func(), err error) {
+func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS, kick <-chan struct{}) (stop func(), err error) {
 	if s.every <= 0 {
 		return func() {}, nil
 	}
@@ -39,8 +40,20 @@ func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS) (s
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sy := &remote.Syncer{FS: f, WS: ws, Remote: name, Client: c, Every: s.every, Log: e.log}
+	sy := &remote.Syncer{FS: f, WS: ws, Remote: name, Client: c, Every: s.every, Log: e.log, Kick: kick}
 	var wg sync.WaitGroup
 	wg.Go(func() { sy.Run(sctx) })
 	return func() { cancel(); wg.Wait() }, nil
+}
+
+// afterExec wraps a daemon's exec hook so that every exec kicks the
+// syncer (a non-blocking send: one kick pending is enough).
+func afterExec(onExec func(*backends.Result), kick chan struct{}) func(*backends.Result) {
+	return func(r *backends.Result) {
+		onExec(r)
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
 }
