@@ -374,6 +374,9 @@ func Pull(ctx context.Context, ws string, c *Client, opts PullOptions) (*CloneRe
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
+	if cur.Pending != nil && ref.Manifest == cur.Pending.Manifest {
+		cur = *cur.Pending // a push that landed before it was recorded
+	}
 	if local.String() == ref.Root {
 		cfg.Cursors[opts.Remote] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
 		return &CloneReport{Snapshot: ref.Snapshot, Root: ref.Root, Manifest: ref.Manifest, UpToDate: true}, cfg.Save(ws)

@@ -147,6 +147,11 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 	case err != nil:
 		return nil, fmt.Errorf("push to %s: HEAD: %w", c.loc, err)
 	default:
+		if cur.Pending != nil && ref.Manifest == cur.Pending.Manifest {
+			// The last push moved HEAD but was killed before it
+			// recorded so: it is what this workspace synced with.
+			cur = *cur.Pending
+		}
 		if ref.Manifest != cur.Manifest && ref.Root != m.Root {
 			return nil, fmt.Errorf("push to %s: %w: it holds snapshot %s (root %s) pushed by %s at %s, and this workspace last synced with %s; pull it first, or push to another prefix",
 				c.loc, ErrConflict, ref.Snapshot, short(ref.Root), ref.Host, ref.PushedAt, orNothing(cur.Manifest))
@@ -237,13 +242,22 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 	} else if err != nil {
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
+	// Recorded first, so that a push killed once HEAD is written is
+	// known as ours by the next.
+	pend := Cursor{Manifest: mid, Root: m.Root, Snapshot: m.Snapshot, At: m.PushedAt}
+	withPending := cur
+	withPending.Pending = &pend
+	cfg.Cursors[opts.Remote] = withPending
+	if err := cfg.Save(ws); err != nil {
+		return nil, err
+	}
 	if err := c.putRef(ctx, "HEAD", nref, etag); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, fmt.Errorf("push to %s: %w: another push moved its HEAD meanwhile; pull it first (the chunks and manifest uploaded stay, and cost nothing to push again)", c.loc, ErrConflict)
 		}
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
-	cfg.Cursors[opts.Remote] = Cursor{Manifest: mid, Root: m.Root, Snapshot: m.Snapshot, At: m.PushedAt}
+	cfg.Cursors[opts.Remote] = pend
 	if err := cfg.Save(ws); err != nil {
 		return nil, err
 	}

@@ -85,6 +85,9 @@ type Cursor struct {
 	Root     string `json:"root"`
 	Snapshot string `json:"snapshot"`
 	At       string `json:"at"`
+	// Pending is a push's new HEAD, recorded before HEAD is written: if
+	// HEAD names it later, that push landed.
+	Pending *Cursor `json:"pending,omitempty"`
 }
 
 // Config is a workspace's remotes file, WS.remotes.json beside its

@@ -869,3 +869,51 @@ func TestSyncerKick(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPushKilledAfterHEAD: a push killed after it wrote HEAD but before
+// it recorded so (its cursor still pending) is recognised by the next
+// push as this workspace's own, which goes through.
+func TestPushKilledAfterHEAD(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	ws := filepath.Join(t.TempDir(), "ws.cfs")
+	writeWS(t, ws, map[string][]byte{"a": []byte("one")})
+	c := testClient(t, s, "s3://cfs/ws", Retry{})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := cfg.Cursors["origin"]
+	writeWS(t, ws, map[string][]byte{"a": []byte("two")})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	// As the kill leaves it: the old cursor, the landed push pending.
+	cfg, _ = LoadConfig(ws)
+	landed := cfg.Cursors["origin"]
+	first.Pending = &landed
+	cfg.Cursors["origin"] = first
+	if err := cfg.Save(ws); err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, ws, map[string][]byte{"a": []byte("three")})
+	rep, err := Push(ctx, ws, c, PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatalf("push after a push killed past HEAD: %v", err)
+	}
+	if rep.Checked != 1 {
+		t.Errorf("checked %d chunks, want 1 (the landed push's manifest is known)", rep.Checked)
+	}
+	// Without the pending record it would be another host's push.
+	cfg, _ = LoadConfig(ws)
+	cfg.Cursors["origin"] = first
+	cfg.Save(ws)
+	writeWS(t, ws, map[string][]byte{"a": []byte("four")})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("push with a stale cursor: %v, want ErrConflict", err)
+	}
+}

@@ -117,12 +117,16 @@ func (s *Syncer) Run(ctx context.Context) {
 	backoff := s.MinBackoff
 	var lastSnap, unpushed string
 	// Sync snapshots of an earlier run: all but the one last pushed go.
+	var pendingSnap string
 	if cfg, err := LoadConfig(s.WS); err == nil {
 		lastSnap = cfg.Cursors[s.Remote].Snapshot
+		if p := cfg.Cursors[s.Remote].Pending; p != nil {
+			pendingSnap = p.Snapshot
+		}
 	}
 	if snaps, err := s.FS.Snapshots(); err == nil {
 		for _, sn := range snaps {
-			if strings.HasPrefix(sn.Name, "sync-") && sn.Name != lastSnap {
+			if strings.HasPrefix(sn.Name, "sync-") && sn.Name != lastSnap && sn.Name != pendingSnap {
 				s.dropSnapshot(sn.Name)
 			}
 		}

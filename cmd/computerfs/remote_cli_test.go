@@ -210,7 +210,17 @@ func TestContinuousSyncCLI(t *testing.T) {
 	chunksDir := filepath.Join(s.Dir(), "cfs", "chunks")
 	before := countFiles(chunksDir)
 	big := randomData(48<<20, 6)
-	writeFile(t, filepath.Join(mnt, "big"), big)
+	fh, err := os.Create(filepath.Join(mnt, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Sync(); err != nil { // durable before the kill, as POSIX promises
+		t.Fatal(err)
+	}
+	fh.Close()
 	deadline = time.Now().Add(60 * time.Second)
 	for countFiles(chunksDir) < before+3 && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
@@ -235,7 +245,7 @@ func TestContinuousSyncCLI(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the restarted daemon never pushed the file")
+			t.Fatalf("the restarted daemon never pushed the file; status:\n%s", cli(t, home, "status", ws).stdout)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
