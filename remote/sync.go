@@ -184,15 +184,15 @@ func (s *Syncer) Run(ctx context.Context) {
 		}
 		unpushed = ""
 		backoff = s.MinBackoff
+		if strings.HasPrefix(lastSnap, "sync-") && lastSnap != rep.Snapshot {
+			s.dropSnapshot(lastSnap)
+		}
+		lastSnap = rep.Snapshot
 		s.set(func(st *SyncState) {
 			st.State, st.Error, st.Attempts, st.NextTry = "idle", "", 0, ""
 			st.LastPush, st.LastRoot, st.Snapshot, st.Uploaded = now(), rep.Root, rep.Snapshot, rep.Uploaded
 		})
 		s.Log.Info("sync: pushed", "remote", s.Remote, "snapshot", rep.Snapshot, "uploaded", rep.Uploaded)
-		if strings.HasPrefix(lastSnap, "sync-") {
-			s.dropSnapshot(lastSnap)
-		}
-		lastSnap = rep.Snapshot
 	}
 }
 
