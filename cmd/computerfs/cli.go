@@ -37,6 +37,11 @@ func commands(e *env) []*cobra.Command {
 		newStatsCmd(e),
 		newGCCmd(e),
 		newLimitCmd(e),
+		newRemoteCmd(e),
+		newPushCmd(e),
+		newCloneCmd(e),
+		newPullCmd(e),
+		newPublishCmd(e),
 		newBenchCmd(e),
 	}
 }

@@ -11,6 +11,8 @@ type mountOptions struct {
 	readOnly, noExec            bool
 	limit, allowOther, memLimit string
 	metrics                     metricsFlags
+	sync                        syncFlags
+	lazy                        lazyMountOpts // --remote: a lazy mount (lazymount.go)
 	// child is the command line a --daemon child runs: this one without
 	// --daemon.
 	child []string
@@ -23,6 +25,13 @@ func newMountCmd(e *env) *cobra.Command {
 		Short: "mount a workspace (--create makes a missing one) and serve it until unmounted",
 		Args:  argRange(0, 2),
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.lazy.url != "" {
+				if len(args) != 2 {
+					c.Usage()
+					return exitCode(exitUsage)
+				}
+				return runLazyMount(c.Context(), e, o.lazy, args[0], args[1])
+			}
 			o.child = childArgs(c, args)
 			return runMount(c.Context(), e, o, args)
 		},
@@ -37,6 +46,16 @@ func newMountCmd(e *env) *cobra.Command {
 	f.StringVar(&o.allowOther, "allow-other", "auto", "let other users use the mount, with kernel permission checks (allow_other, default_permissions): yes, no or auto; no serves the mounting user alone and saves a round trip after every directory change; auto (the default) is yes when the container backend is installed (its containers' root is an unprivileged host uid in a user namespace), else no")
 	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap (GC works harder near it); 0 for none")
 	o.metrics.register(f)
+	o.sync.register(f)
+	// mount --remote s3://BUCKET/PREFIX WS MOUNTPOINT: a pushed snapshot
+	// mounted at once, read-only, its chunks fetched on first read, while
+	// WS is cloned in the background.
+	f.StringVar(&o.lazy.url, "remote", "", "mount a pushed snapshot of this remote (s3://BUCKET/PREFIX) at once, read-only, fetching chunks on first read, while WORKSPACE is cloned in the background")
+	f.StringVar(&o.lazy.endpoint, "endpoint", "", "--remote: the S3 endpoint URL (default: AWS)")
+	f.StringVar(&o.lazy.region, "region", "", "--remote: the region")
+	f.StringVar(&o.lazy.keyFile, "key-file", "", "--remote: the key of an encrypted remote")
+	f.StringVar(&o.lazy.snapshot, "snapshot", "", "--remote: the pushed snapshot (default: the remote's HEAD)")
+	f.BoolVar(&o.lazy.noClone, "no-clone", false, "--remote: do not clone WORKSPACE in the background: only what is read is fetched")
 	return c
 }
 

@@ -8,6 +8,7 @@ type serveOptions struct {
 	readOnly        bool
 	limit, memLimit string
 	metrics         metricsFlags
+	sync            syncFlags
 	child           []string // as mountOptions.child
 }
 
@@ -29,5 +30,6 @@ func newServeCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.readOnly, "read-only", false, "refuse every change (EROFS) through the file API and the backends")
 	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "soft limit of the daemon's Go heap; 0 for none")
 	o.metrics.register(f)
+	o.sync.register(f)
 	return c
 }

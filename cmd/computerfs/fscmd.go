@@ -831,7 +831,7 @@ func fsChanges(ctx context.Context, c *fsCtx, args []string) error {
 // cmdServe runs the daemon without a mount: the control socket only.
 func runServe(ctx context.Context, e *env, o serveOptions, args []string) error {
 	daemon, create, limitStr, memLimit := o.daemon, o.create, o.limit, o.memLimit
-	c := daemonConfig{metrics: o.metrics, readOnly: o.readOnly}
+	c := daemonConfig{metrics: o.metrics, sync: o.sync, readOnly: o.readOnly}
 	var err error
 	c.ws = defaultWorkspace()
 	if len(args) == 1 {

@@ -59,7 +59,7 @@ func defaultMountpoint() string {
 
 func runMount(ctx context.Context, e *env, o mountOptions, args []string) error {
 	daemon, create, limitStr, allowOther, memLimit := o.daemon, o.create, o.limit, o.allowOther, o.memLimit
-	c := daemonConfig{debug: o.debug, metrics: o.metrics, readOnly: o.readOnly, noExec: o.noExec}
+	c := daemonConfig{debug: o.debug, metrics: o.metrics, sync: o.sync, readOnly: o.readOnly, noExec: o.noExec}
 	var err error
 	c.ws = filepath.Join(defaultHome(), "default.cfs")
 	c.mnt = defaultMountpoint()
@@ -116,6 +116,7 @@ type daemonConfig struct {
 	// installed.
 	autoAllowOther bool
 	metrics        metricsFlags
+	sync           syncFlags
 }
 
 // metricsFlags are the flags of the daemon's metrics listener.
@@ -231,7 +232,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if absMnt != "" {
 		viewMount = views.mount
 	}
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, m.Exec, viewMount)
+	kick := make(chan struct{}, 1) // execs kick the syncer (--push-every)
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick), viewMount)
 	if err != nil {
 		return err
 	}
@@ -307,6 +309,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
+	stopSync, err := startSync(ctx, e, c.sync, ws, f, kick)
+	if err != nil {
+		return err
+	}
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
 	live := "serving " + ws + " on " + ctl.Path()
@@ -370,6 +376,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		closeMetrics(ctx, e, msrv)
 	}
 	ctl.Close()
+	stopSync()
 	api.SetNotifier(nil)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", ws, err)

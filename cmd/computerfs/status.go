@@ -12,6 +12,7 @@ import (
 
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/remote"
 	"github.com/computerfs/computerfs/wsrpc"
 )
 
@@ -44,6 +45,9 @@ func runStatus(ctx context.Context, e *env, o statusOptions, args []string) erro
 		st.Execs = nil
 	}
 	s := newStatusJSON(st)
+	if ss, err := remote.ReadSyncState(ws); err == nil && ss != nil && int64(ss.Pid) == s.Pid {
+		s.Sync = ss
+	}
 	if asJSON {
 		return printJSON(e, s)
 	}
@@ -71,7 +75,9 @@ type statusJSON struct {
 	Fuse           *fuseJSON     `json:"fuse,omitempty"`
 	Backends       []backendJSON `json:"backends"`
 	Execs          []execJSON    `json:"execs"`
-	MetricsAddr    string        `json:"metrics_addr,omitempty"`
+	// Sync is the continuous sync's state (--push-every), if one runs.
+	Sync        *remote.SyncState `json:"sync,omitempty"`
+	MetricsAddr string            `json:"metrics_addr,omitempty"`
 }
 
 type chunksJSON struct {
@@ -195,6 +201,18 @@ func printStatus(w io.Writer, s *statusJSON) {
 		line("mountpoint", "none (served without a mount: the file API only)")
 	}
 	line("socket", "%s", s.Socket)
+	if ss := s.Sync; ss != nil {
+		v := fmt.Sprintf("%s to %s (%s) every %s", ss.State, ss.Remote, ss.URL, ss.Every)
+		if ss.LastPush != "" {
+			v += fmt.Sprintf("; last push %s, snapshot %s, root %.12s", ss.LastPush, ss.Snapshot, ss.LastRoot)
+		}
+		if ss.State == "pending" {
+			v += fmt.Sprintf("; %d failures, next try %s: %s", ss.Attempts, ss.NextTry, ss.Error)
+		} else if ss.Error != "" {
+			v += ": " + ss.Error
+		}
+		line("sync", "%s", v)
+	}
 	line("store file", "%s on disk (%s file), format %d, chunk size %s", size.Format(uint64(s.StoreDiskBytes)), size.Format(uint64(s.StoreFileBytes)), s.FormatVersion, size.Format(uint64(s.ChunkSize)))
 	c := s.Chunks
 	line("chunks", "%d: %s logical, %s unique (%.2fx dedup), %s stored (%.2fx compression)", c.Chunks, size.Format(c.LogicalBytes), size.Format(c.UniqueBytes), c.DedupRatio, size.Format(c.StoredBytes), c.CompressionRatio)

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/internal/s3test"
+)
+
+// TestRemoteCLI: a workspace written through a real FUSE mount is
+// pushed to a real S3 server with the CLI, cloned into a second store
+// (the same files, the same root), a push killed with SIGKILL midway is
+// completed by the next (uploading only what it lacks), a second host's
+// stale push is refused with exit 4, and a published file's link
+// serves it over plain HTTP.
+func TestRemoteCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	files := map[string][]byte{"README": []byte("hello from host one\n"), "src/big.bin": randomData(3<<20, 1), "src/text": textData(200000)}
+	makeStore(t, home, ws, mnt, files, "--create")
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/team/ws", "--endpoint", s.Endpoint)
+	var push struct {
+		Snapshot, Root            string
+		Chunks, Uploaded, Checked int
+	}
+	r := mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Uploaded != push.Chunks || push.Chunks < 4 {
+		t.Errorf("first push: %+v", push)
+	}
+
+	clone := filepath.Join(filepath.Dir(ws), "clone.cfs")
+	r = mustCLI(t, home, "clone", "s3://cfs/team/ws", clone, "--endpoint", s.Endpoint)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("clone output: %s", r.stdout)
+	}
+	for name, want := range files {
+		got := mustCLI(t, home, "fs", "cat", "-w", clone, "/"+name).stdout
+		if got != string(want) {
+			t.Errorf("%s in the clone: %d bytes, want %d", name, len(got), len(want))
+		}
+	}
+	var snaps []struct{ Name, Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "snapshot", "list", clone, "--json").stdout), &snaps); err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Name != push.Snapshot || snaps[0].Root != push.Root {
+		t.Errorf("clone's snapshots %+v, want %s with root %s", snaps, push.Snapshot, push.Root)
+	}
+	fsckClean(t, home, clone)
+
+	// More data, and a push killed once some of it is up.
+	more := map[string][]byte{}
+	for i := range 6 {
+		more[fmt.Sprintf("more/f%d", i)] = randomData(2<<20, uint64(10+i))
+	}
+	makeStore(t, home, ws, mnt, more)
+	cmd := exec.Command(cfsBin, "push", "-w", ws)
+	cmd.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	chunksDir := filepath.Join(s.Dir(), "cfs", "chunks")
+	before := countFiles(chunksDir)
+	deadline := time.Now().Add(60 * time.Second)
+	for countFiles(chunksDir) < before+2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	mid := countFiles(chunksDir) - before
+	r = mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Uploaded >= push.Checked || push.Uploaded > push.Checked-mid {
+		t.Errorf("push after a killed one: %+v, the killed one had uploaded %d", push, mid)
+	}
+	t.Logf("killed push uploaded %d chunks; the next uploaded %d of %d checked", mid, push.Uploaded, push.Checked)
+	r = mustCLI(t, home, "pull", "-w", clone)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("pull output: %s", r.stdout)
+	}
+	for name, want := range more {
+		if got := mustCLI(t, home, "fs", "cat", "-w", clone, "/"+name).stdout; got != string(want) {
+			t.Errorf("%s after pull: %d bytes, want %d", name, len(got), len(want))
+		}
+	}
+
+	// A second host: a clone that falls behind is refused.
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/team/ws", other, "--endpoint", s.Endpoint)
+	mustCLI(t, home, "fs", "rm", "-w", ws, "/README")
+	mustCLI(t, home, "push", "-w", ws)
+	mustCLI(t, home, "fs", "rm", "-w", other, "/more/f0")
+	r = cli(t, home, "push", "-w", other)
+	if r.code != 4 || !strings.Contains(r.stderr, "pull it first") {
+		t.Errorf("stale push: want exit 4 naming the fix\n%v", r)
+	}
+
+	// An encrypted remote: a new key at add, the clone given it.
+	key := filepath.Join(filepath.Dir(ws), "remote.key")
+	mustCLI(t, home, "remote", "add", "-w", ws, "vault", "s3://cfs/vault", "--endpoint", s.Endpoint, "--key-file", key, "--new-key")
+	r = mustCLI(t, home, "push", "-w", ws, "vault", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	r = cli(t, home, "clone", "s3://cfs/vault", filepath.Join(filepath.Dir(ws), "nokey.cfs"), "--endpoint", s.Endpoint)
+	if r.code == 0 || !strings.Contains(r.stderr, "key") {
+		t.Errorf("clone of an encrypted remote without its key\n%v", r)
+	}
+	vclone := filepath.Join(filepath.Dir(ws), "vault.cfs")
+	r = mustCLI(t, home, "clone", "s3://cfs/vault", vclone, "--endpoint", s.Endpoint, "--key-file", key)
+	if !strings.Contains(r.stdout, "root "+push.Root+" verified") {
+		t.Errorf("encrypted clone: %s", r.stdout)
+	}
+
+	// Publish.
+	r = mustCLI(t, home, "publish", "-w", ws, "--remote", "origin", "/src/text", "--expires", "10m")
+	resp, err := http.Get(strings.TrimSpace(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != string(files["src/text"]) {
+		t.Errorf("published link: %d, %d bytes", resp.StatusCode, len(body))
+	}
+}
+
+func countFiles(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestContinuousSyncCLI: a daemon mounted with --push-every pushes what
+// is written through its mount in the background; status shows the
+// sync; a clone of the remote has the files, and the daemon stops
+// cleanly.
+func TestContinuousSyncCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/synced", "--endpoint", s.Endpoint)
+	pid := runDaemon(t, home, ws, mnt, "--push-every", "200ms")
+	data := randomData(1<<20, 5)
+	writeFile(t, filepath.Join(mnt, "file"), data)
+	var st struct {
+		Sync *struct {
+			State    string `json:"state"`
+			Root     string `json:"last_root"`
+			Snapshot string `json:"snapshot"`
+		} `json:"sync"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := mustCLI(t, home, "status", ws, "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Sync != nil && st.Sync.State == "idle" && st.Sync.Root != "" {
+			// Pushed something: is it the file?
+			clone := filepath.Join(t.TempDir(), "c.cfs")
+			if r := cli(t, home, "clone", "s3://cfs/synced", clone, "--endpoint", s.Endpoint); r.code == 0 {
+				if got := cli(t, home, "fs", "cat", "-w", clone, "/file"); got.stdout == string(data) {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never synced: %+v", st.Sync)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := mustCLI(t, home, "status", ws); !strings.Contains(r.stdout, "idle to origin") {
+		t.Errorf("status does not show the sync:\n%s", r.stdout)
+	}
+
+	// The daemon killed with SIGKILL while it pushes: the next one
+	// completes the push, and the remote stays consistent throughout.
+	chunksDir := filepath.Join(s.Dir(), "cfs", "chunks")
+	before := countFiles(chunksDir)
+	big := randomData(48<<20, 6)
+	fh, err := os.Create(filepath.Join(mnt, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Sync(); err != nil { // durable before the kill, as POSIX promises
+		t.Fatal(err)
+	}
+	fh.Close()
+	deadline = time.Now().Add(60 * time.Second)
+	for countFiles(chunksDir) < before+3 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !waitGone(pid, 20*time.Second) {
+		t.Fatalf("daemon %d survived SIGKILL", pid)
+	}
+	t.Logf("killed the daemon with %d of 48 new chunks uploaded", countFiles(chunksDir)-before)
+	detach(t, mnt)
+	// Whatever HEAD names now clones whole (the remote is consistent).
+	mid := filepath.Join(t.TempDir(), "mid.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/synced", mid, "--endpoint", s.Endpoint)
+	fsckClean(t, home, mid)
+	pid = runDaemon(t, home, ws, mnt, "--push-every", "200ms")
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		clone := filepath.Join(t.TempDir(), "c.cfs")
+		if r := cli(t, home, "clone", "s3://cfs/synced", clone, "--endpoint", s.Endpoint); r.code == 0 {
+			if got := cli(t, home, "fs", "cat", "-w", clone, "/big"); got.stdout == string(big) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted daemon never pushed the file; status:\n%s", cli(t, home, "status", ws).stdout)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	if !waitGone(pid, 20*time.Second) {
+		t.Fatalf("daemon %d did not stop", pid)
+	}
+}
+
+// TestLazyMountCLI: mount --remote serves a pushed workspace's files at
+// once, read-only, while the clone goes on in the background; once it
+// is done and the mount stopped, the clone is fsck-clean with the
+// pushed root.
+func TestLazyMountCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	files := map[string][]byte{"a/readme": []byte("lazy\n"), "big": randomData(8<<20, 3)}
+	makeStore(t, home, ws, mnt, files, "--create")
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/lazy", "--endpoint", s.Endpoint)
+	var push struct{ Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "push", "-w", ws, "--json").stdout), &push); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(filepath.Dir(ws), "lazy.cfs")
+	lmnt := filepath.Join(filepath.Dir(ws), "lmnt")
+	p := startMount(t, home, clone, lmnt, "--remote", "s3://cfs/lazy", "--endpoint", s.Endpoint)
+	for name, want := range files {
+		checkFile(t, filepath.Join(lmnt, name), want)
+	}
+	if err := os.WriteFile(filepath.Join(lmnt, "new"), nil, 0o644); err == nil {
+		t.Errorf("created a file in a lazy mount")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(p.output(), "cloned into") {
+		if time.Now().After(deadline) {
+			t.Fatalf("background clone never finished\n%s", p.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("lazy mount exit %d\n%s", code, p.output())
+	}
+	fsckClean(t, home, clone)
+	var snaps []struct{ Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "snapshot", "list", clone, "--json").stdout), &snaps); err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Root != push.Root {
+		t.Errorf("clone's snapshots %+v, want root %s", snaps, push.Root)
+	}
+	if _, err := os.Stat(clone + ".clone.d"); !os.IsNotExist(err) {
+		t.Errorf("spool left: %v", err)
+	}
+}
