@@ -14,6 +14,7 @@ import (
 	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/zeebo/blake3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -40,6 +41,8 @@ type auditState struct {
 	// The window of unattributed refusals (hostfsVerdict).
 	windowStart             time.Time
 	windowCount, suppressed int
+	// coalesce bounds the records of path-rule refusals (pathDenial).
+	coalesce audit.Coalescer
 }
 
 type auditExec struct {
@@ -172,6 +175,9 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 			return
 		}
 		detail = e.Message
+		if strings.Contains(detail, workspace.RuleErrorMarker) {
+			return // a path rule's: the view's denial hook recorded it (pathDenial)
+		}
 	}
 	rec := audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "hostfs", Rule: rule,
 		Detail: method + ": " + detail, PolicyVersion: r.policyVersion()}
@@ -212,6 +218,49 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 	}
 	r.audit.mu.Unlock()
 	r.opts.WS.Audit(rec)
+}
+
+// pathDenial records a refusal of a path rule at door ("hostfs": the
+// exec of HostFS token tok; "mount": the policy view of backend, whose
+// exec is named when exactly one of that backend's runs). The exec's
+// record counts it; floods are coalesced (audit.Coalescer: the first
+// refusal of each exec, rule and path in a minute is recorded, the
+// repeats summed in one record when the minute ends, at most 120 paths
+// a minute).
+func (r *Runtime) pathDenial(door, backend, tok string, d workspace.Denial) {
+	rec := workspace.DenialRecord(d, door)
+	rec.Backend, rec.PolicyVersion = backend, r.policyVersion()
+	r.audit.mu.Lock()
+	var e *auditExec
+	if tok != "" {
+		e = r.audit.execs[tok]
+	} else {
+		for _, x := range r.audit.execs {
+			if x.backend != backend {
+				continue
+			}
+			if e != nil {
+				e = nil // two or more: none named
+				break
+			}
+			e = x
+		}
+	}
+	if e != nil {
+		e.denials++
+		rec.ExecID = e.id
+	}
+	r.audit.mu.Unlock()
+	for _, x := range r.audit.coalesce.Admit(rec, time.Now()) {
+		r.opts.WS.Audit(x)
+	}
+}
+
+// flushDenials writes the coalesced refusals' summaries (at close).
+func (r *Runtime) flushDenials() {
+	for _, x := range r.audit.coalesce.Flush(time.Now()) {
+		r.opts.WS.Audit(x)
+	}
 }
 
 // unattributedPerMinute bounds the records of HostFS refusals that no

@@ -281,10 +281,11 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if err != nil {
 		return nil, err
 	}
+	var tok string
 	if rules != nil {
-		view = view.WithRules(rules)
+		view = view.WithRules(rules).WithDenialHook(func(d workspace.Denial) { r.pathDenial("hostfs", id, tok, d) })
 	}
-	tok := r.newToken(view)
+	tok = r.newToken(view)
 	defer r.dropToken(tok)
 
 	env, err := buildEnv(pol, req.Env)

@@ -71,8 +71,9 @@ type Options struct {
 	// exist and read-only ones refuse changes: fusefs, rules.go), for a
 	// backend that needs the mount and has path rules: it is given that
 	// mount instead of MountPath. Without it such a backend fails to
-	// start rather than see what its rules deny.
-	ViewMount func(id string, rules *workspace.Rules) (string, error)
+	// start rather than see what its rules deny. The view calls onDeny
+	// with each refusal its rules make (for the audit log).
+	ViewMount func(id string, rules *workspace.Rules, onDeny func(workspace.Denial)) (string, error)
 	// Owner marks plugin processes (the workspace's absolute path), for
 	// the sweep of leftovers.
 	Owner string
@@ -405,7 +406,8 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		case b.rt.opts.ViewMount == nil:
 			return fail(fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
 		default:
-			if base, err = b.rt.opts.ViewMount(b.id, rules); err != nil {
+			id := b.id
+			if base, err = b.rt.opts.ViewMount(b.id, rules, func(d workspace.Denial) { b.rt.pathDenial("mount", id, "", d) }); err != nil {
 				return fail(fmt.Errorf("policy view of the workspace: %w", err))
 			}
 		}
@@ -511,6 +513,7 @@ func (b *backend) crashed(pc *pluginapi.Client, reason string) {
 
 // Close kills every plugin, with its process group.
 func (r *Runtime) Close() {
+	r.flushDenials()
 	r.mu.Lock()
 	r.closed = true
 	bs := make([]*backend, 0, len(r.backends))

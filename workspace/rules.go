@@ -129,11 +129,18 @@ type compiledRule struct {
 type RuleError struct {
 	Rule  Rule
 	Errno syscall.Errno
+	// decided is the canonical workspace path a lookup was denied on,
+	// for the denial hook.
+	decided string
 }
 
 func (e *RuleError) Error() string {
-	return fmt.Sprintf("%v (path rule %q: %s)", e.Errno.Error(), e.Rule.Pattern, e.Rule.Verdict)
+	return fmt.Sprintf("%v %s%q: %s)", e.Errno.Error(), RuleErrorMarker, e.Rule.Pattern, e.Rule.Verdict)
 }
+
+// RuleErrorMarker is in the message of every error a path rule decided,
+// for what sees only the message (an error that crossed a wire).
+const RuleErrorMarker = "(path rule "
 
 // Unwrap makes errors.Is(err, e.Errno) true.
 func (e *RuleError) Unwrap() error { return e.Errno }

@@ -55,7 +55,7 @@ func (w *WS) Snapshot(ctx context.Context, name string) (*WS, error) {
 	if err != nil {
 		return nil, pathErr("snapshot", name, err)
 	}
-	s := &WS{f: w.f, t: snapTree{v}, snap: name, opts: w.opts, notify: w.notify, rootIno: fs.RootIno, rootDir: "/", rules: w.rules, writeMu: w.writeMu, bufs: w.bufs}
+	s := &WS{f: w.f, t: snapTree{v}, snap: name, opts: w.opts, notify: w.notify, rootIno: fs.RootIno, rootDir: "/", rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, onDeny: w.onDeny}
 	s.opts.ReadOnly = true
 	if w.rootDir != "/" {
 		return s.Sub(ctx, w.rootDir, true)

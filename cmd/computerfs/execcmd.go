@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
@@ -38,7 +39,8 @@ func execLogPath(ws string) string {
 }
 
 // fileView is api as the file API (CLI, daemon socket, MCP) serves it:
-// under the policy's top-level path rules.
+// under the policy's top-level path rules, whose refusals go to the
+// audit log (door "api", coalesced: audit.Coalescer).
 func fileView(api *workspace.WS) (*workspace.WS, error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
@@ -48,12 +50,12 @@ func fileView(api *workspace.WS) (*workspace.WS, error) {
 	if err != nil || rs == nil {
 		return api, err
 	}
-	return api.WithRules(rs), nil
+	return api.WithRules(rs).AuditDenials("api", "", backends.PolicyVersion(pol), &audit.Coalescer{}), nil
 }
 
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding
 // the store itself); onExec, if not nil, sees every exec's result.
-func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result), viewMount func(string, *workspace.Rules) (string, error)) (*backends.Runtime, func(), error) {
+func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result), viewMount func(string, *workspace.Rules, func(workspace.Denial)) (string, error)) (*backends.Runtime, func(), error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
 		return nil, nil, err

@@ -240,7 +240,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	m := metrics.New(metrics.Sources{FS: f, Backends: listBackends})
 	// Backends with path rules that need the mount get policy views of it.
 	views := newPolicyViews(f, c.allowOther, absMnt, e.log)
-	var viewMount func(string, *workspace.Rules) (string, error)
+	var viewMount func(string, *workspace.Rules, func(workspace.Denial)) (string, error)
 	if absMnt != "" {
 		viewMount = views.mount
 	}

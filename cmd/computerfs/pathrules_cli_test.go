@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,40 @@ func TestPathRulesThroughDaemon(t *testing.T) {
 	// reach its view's kernel cache).
 	if r := exec("container", "cat vendor/lib.go"); r.stdout != "changed\n" {
 		t.Errorf("container after the shell's write: %v", r)
+	}
+
+	// Every door's refusal of .env is in `audit --denied`, with its rule
+	// and door: the container's `cat .env` (its policy view), the
+	// shell's (HostFS), the file API's; vendor's EROFS in the container.
+	r = cli(t, home, "audit", "-w", ws, "--denied", "--json")
+	var denied []struct {
+		Door, Backend, Rule, Path, Detail string
+		ExecID                            string `json:"exec_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &denied); err != nil {
+		t.Fatalf("audit --denied --json: %v %v", err, r)
+	}
+	seen := map[string]bool{}
+	for _, d := range denied {
+		seen[d.Door+" "+d.Backend+" "+d.Rule+" "+d.Path] = true
+		if strings.Contains(d.Detail, secret) {
+			t.Errorf("a secret in the log: %+v", d)
+		}
+		if d.Door == "mount" && d.ExecID == "" {
+			t.Errorf("the container's refusal names no exec: %+v", d)
+		}
+	}
+	for _, want := range []string{
+		`mount container paths["**/.env"]=deny /proj/.env`,
+		`mount container paths["/proj/vendor/**"]=read_only /proj/vendor/lib.go`,
+		`hostfs shell paths["**/.env"]=deny /proj/.env`,
+		`api  paths["**/.env"]=deny /proj/.env`,
+	} {
+		if !seen[want] {
+			t.Errorf("audit --denied lacks %q: %v", want, seen)
+		}
+	}
+	if r := cli(t, home, "audit", "-w", ws, "--denied"); r.code != 0 || !strings.Contains(r.stdout, `paths["**/.env"]=deny`) {
+		t.Errorf("audit --denied: %v", r)
 	}
 }

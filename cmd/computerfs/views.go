@@ -47,7 +47,7 @@ func (v *policyViews) setMain(s *fusefs.Server, allowOther bool) {
 
 // mount returns the mountpoint of backend id's view, mounting it the
 // first time (backends.Options.ViewMount).
-func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
+func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(workspace.Denial)) (string, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if s, ok := v.views[id]; ok {
@@ -64,7 +64,7 @@ func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
-	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules,
+	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules, OnDeny: onDeny,
 		Changed: func(parent fs.Ino, name string, ino fs.Ino) { v.tell(id, parent, name, ino) }})
 	if err != nil {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
