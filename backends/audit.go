@@ -102,28 +102,36 @@ func envNames(env map[string]string) []string {
 	return out
 }
 
-// shellRefusals are the commands of script that the shell's policy
-// (Commands) will refuse, as far as a parse can tell: literal command
-// names that are neither allowed nor shell builtins.
-func shellRefusals(pol BackendPolicy, script string) []string {
-	if len(pol.Commands) == 0 {
-		return nil
+// shellRefusals are the commands of script that the shell's policy will
+// refuse, as far as a parse can tell: literal command names that are
+// not shell builtins and are not in Commands (notAllowed) or are in
+// DenyCommands (denied).
+func shellRefusals(pol BackendPolicy, script string) (notAllowed, denied []string) {
+	if len(pol.Commands) == 0 && len(pol.DenyCommands) == 0 {
+		return nil, nil
 	}
 	names, _, err := commandsOf(script)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	allowed := map[string]bool{}
 	for _, c := range pol.Commands {
 		allowed[c] = true
 	}
-	var out []string
+	deny := map[string]bool{}
+	for _, c := range pol.DenyCommands {
+		deny[c] = true
+	}
 	for _, n := range names {
-		if !allowed[n] && !interp.IsBuiltin(n) && !strings.HasPrefix(n, "__cfs_") {
-			out = append(out, n)
+		switch {
+		case interp.IsBuiltin(n) || strings.HasPrefix(n, "__cfs_"):
+		case deny[n]:
+			denied = append(denied, n)
+		case len(allowed) > 0 && !allowed[n]:
+			notAllowed = append(notAllowed, n)
 		}
 	}
-	return out
+	return notAllowed, denied
 }
 
 func (r *Runtime) auditBegin(tok, execID, backend string) {

@@ -125,3 +125,4 @@ func TestAuditShellCommands(t *testing.T) {
 		t.Fatalf("%+v %v", recs, err)
 	}
 }
+

@@ -226,8 +226,15 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 		}
 		out = only
 	}
+	for _, c := range r.opts.Policy.For("shell").DenyCommands {
+		delete(out, c)
+	}
 	return out, nil
 }
+
+// maxCheckedScript bounds the script file the runtime reads to check
+// its commands.
+const maxCheckedScript = 4 << 20
 
 // Exec runs req, streaming its output to stdout and stderr as it comes.
 // The error is for a failure to run at all (no such backend, a plugin
@@ -297,6 +304,26 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.deny(req, execID, id, reason, rule, err)
 		return nil, err
 	}
+	if !checksCommands(id, desc) && (len(pol.Commands) > 0 || len(pol.DenyCommands) > 0) {
+		// The runtime checks what the exec starts (commandVerdict).
+		script := req.Kind == "script" || req.Kind == "" && len(desc.GetAccepts()) > 0 && desc.GetAccepts()[0] == "script"
+		started := req.Argv
+		if script && req.File != "" {
+			// The script is the file's: read through the exec's view.
+			src, _, err := view.ReadFile(ctx, req.File, maxCheckedScript)
+			if err != nil {
+				err = fmt.Errorf("backend %s: the policy lists its commands, and its script %s cannot be read to check them: %w", id, req.File, err)
+				r.deny(req, execID, id, reason, "commands", err)
+				return nil, err
+			}
+			started = []string{string(src)}
+		}
+		if rule, err := commandVerdict(pol, started, script); err != nil {
+			err = fmt.Errorf("backend %s: %w", id, err)
+			r.deny(req, execID, id, reason, rule, err)
+			return nil, err
+		}
+	}
 	limits := resolveLimits(desc, req)
 	cwd := req.Cwd
 	if cwd == "" {
@@ -311,11 +338,18 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
 	if id == "shell" && req.File == "" {
-		if refused := shellRefusals(pol, scriptOf(req.Argv)); len(refused) > 0 {
+		notAllowed, denied := shellRefusals(pol, scriptOf(req.Argv))
+		for _, x := range []struct {
+			rule, why string
+			names     []string
+		}{{"commands", "not in the shell's allowed commands: ", notAllowed}, {"deny_commands", "denied to the shell: ", denied}} {
+			if len(x.names) == 0 {
+				continue
+			}
 			// The shell refuses them as it meets them (exit 126); the
 			// verdict is the policy's, recorded as the exec starts.
 			r.opts.WS.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
-				Rule: "commands", Detail: "not in the shell's allowed commands: " + strings.Join(refused, ", "), ExecID: execID,
+				Rule: x.rule, Detail: x.why + strings.Join(x.names, ", "), ExecID: execID,
 				Argv: req.Argv, Cwd: req.Cwd, EnvNames: envNames(env), PolicyVersion: r.policyVersion()})
 		}
 	}

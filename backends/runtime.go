@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -423,7 +424,15 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		mountPath = ""
 	}
 	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
-	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
+	settings := pol.Settings
+	if !checksCommands(b.id, desc) && (settings["commands"] != "" || settings["deny_commands"] != "") {
+		// The runtime checks them (commandVerdict); the backend need
+		// not know them.
+		settings = maps.Clone(settings)
+		delete(settings, "commands")
+		delete(settings, "deny_commands")
+	}
+	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(fmt.Errorf("configure: %w", err))
 	}
 	return pc, desc, client, proc, nil
