@@ -125,4 +125,3 @@ func TestAuditShellCommands(t *testing.T) {
 		t.Fatalf("%+v %v", recs, err)
 	}
 }
-

@@ -51,7 +51,7 @@ type Options struct {
 	Allowed map[string]bool
 	// Denied, when set, lists commands refused even if allowed.
 	Denied map[string]bool
-	Now     func() time.Time
+	Now    func() time.Time
 	// Args are the positional parameters ($1...), $0 is "bash".
 	Args []string
 	// MemoryBytes bounds what the script's own state may hold: its
