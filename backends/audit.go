@@ -64,7 +64,7 @@ func PolicyVersion(pol Policy) string {
 // what it read ("reloaded from PATH"): the log then shows the change (its
 // record's PreviousPolicy is the version before).
 func (r *Runtime) auditPolicy(detail string) {
-	v := PolicyVersion(r.opts.Policy)
+	v := PolicyVersion(*r.policy())
 	r.audit.mu.Lock()
 	r.audit.version = v
 	r.audit.mu.Unlock()

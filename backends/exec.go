@@ -186,7 +186,7 @@ func (r *Runtime) choose(ctx context.Context, req *Request) (string, string, err
 			}
 		}
 	}
-	def := r.opts.Policy.Default
+	def := r.policy().Default
 	if def == "" {
 		def = "shell"
 	}
@@ -217,7 +217,8 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 	}
-	if allowed := r.opts.Policy.For("shell").Commands; len(allowed) > 0 {
+	shellPol := r.policy().For("shell")
+	if allowed := shellPol.Commands; len(allowed) > 0 {
 		only := map[string]bool{}
 		for _, c := range allowed {
 			if out[c] {
@@ -226,7 +227,7 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 		}
 		out = only
 	}
-	for _, c := range r.opts.Policy.For("shell").DenyCommands {
+	for _, c := range shellPol.DenyCommands {
 		delete(out, c)
 	}
 	return out, nil
@@ -253,7 +254,8 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.deny(req, req.ID, id, reason, "backend", err)
 		return nil, err
 	}
-	pol := r.opts.Policy.For(id)
+	policy := r.policy() // read once: a reload does not change an exec under way
+	pol := policy.For(id)
 	if pol.Disabled {
 		err := fmt.Errorf("backend %s is disabled by policy", id)
 		r.deny(req, req.ID, id, reason, "disabled", err)
@@ -284,7 +286,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	}
 	// Its path rules: the top level's, then the backend's (HostFS checks
 	// them on every path, after symlinks).
-	rules, err := r.opts.Policy.PathRules(id)
+	rules, err := policy.PathRules(id)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/computerfs/computerfs/pluginapi"
@@ -117,6 +118,9 @@ type Runtime struct {
 	execSeq  uint64
 	logMu    sync.Mutex
 	audit    auditState // the audit log's side (audit.go)
+	// pol is the policy in force: opts.Policy, then what SetPolicy
+	// swapped in (reload.go). An exec reads it once, as it starts.
+	pol atomic.Pointer[Policy]
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -129,6 +133,8 @@ func New(opts Options) (*Runtime, error) {
 		return nil, errors.New("backends: no workspace")
 	}
 	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
+	pol := opts.Policy
+	r.pol.Store(&pol)
 	r.rpc = wsrpc.NewServer(r.resolveToken)
 	if opts.Owner != "" {
 		if n := sweep(opts.Owner); n > 0 {
@@ -212,6 +218,9 @@ type backend struct {
 	restarts int64
 	started  bool // started at least once
 	pid      int  // of the plugin process last started
+	// stale says the policy changed since the plugin started (SetPolicy):
+	// the next exec restarts it under the new one.
+	stale bool
 }
 
 // List describes every backend; with describe, backends not started yet
@@ -296,9 +305,13 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checkAliveLocked()
-	if b.state == StateReady {
+	if b.state == StateReady && !b.stale {
 		return b.pc, b.desc, nil
 	}
+	if b.stale && b.state == StateReady {
+		b.rt.log.Info("backend restarted: its policy changed", "backend", b.id)
+	}
+	b.stale = false
 	// Checked under b.mu: Close marks the runtime closed before it takes
 	// each backend's mu, so a plugin is either started before Close kills
 	// it, or not at all.
@@ -391,12 +404,13 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if desc.Id != b.id {
 		return fail(fmt.Errorf("the plugin says its ID is %q, but its file name says %q", desc.Id, b.id))
 	}
-	pol := b.rt.opts.Policy.For(b.id)
+	policy := b.rt.policy()
+	pol := policy.For(b.id)
 	// Path rules bind the mount too: a backend under them gets a view of
 	// the workspace under them, never the plain mount; one that does not
 	// need the mount gets none (HostFS, its door, checks them).
 	base := b.rt.opts.MountPath
-	rules, err := b.rt.opts.Policy.PathRules(b.id)
+	rules, err := policy.PathRules(b.id)
 	if err != nil {
 		return fail(err)
 	}

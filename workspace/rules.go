@@ -332,5 +332,26 @@ func (rs *Rules) Restricts(dir string) bool {
 	return false
 }
 
+// String lists rs's layers and rules: two Rules with the same string
+// decide every path alike.
+func (rs *Rules) String() string {
+	if rs == nil {
+		return "[]"
+	}
+	var b strings.Builder
+	for i, layer := range rs.layers {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		for j, c := range layer {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q: %s", c.Pattern, c.Verdict)
+		}
+	}
+	return b.String()
+}
+
 // Empty says whether rs has no rule.
 func (rs *Rules) Empty() bool { return rs == nil }

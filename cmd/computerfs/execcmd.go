@@ -46,11 +46,16 @@ func fileView(api *workspace.WS) (*workspace.WS, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fileViewOf(api, pol, &audit.Coalescer{})
+}
+
+// fileViewOf is fileView under policy pol, its refusals through c.
+func fileViewOf(api *workspace.WS, pol backends.Policy, c *audit.Coalescer) (*workspace.WS, error) {
 	rs, err := pol.FileRules()
 	if err != nil || rs == nil {
 		return api, err
 	}
-	return api.WithRules(rs).AuditDenials("api", "", backends.PolicyVersion(pol), &audit.Coalescer{}), nil
+	return api.WithRules(rs).AuditDenials("api", "", backends.PolicyVersion(pol), c), nil
 }
 
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding

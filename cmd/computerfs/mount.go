@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
@@ -132,7 +133,9 @@ type daemonConfig struct {
 	// autoAllowOther makes allowOther yes when the container backend is
 	// installed.
 	autoAllowOther bool
-	metrics        metricsFlags
+	// policyPoll is how often the policy file is checked (a second if 0).
+	policyPoll time.Duration
+	metrics    metricsFlags
 }
 
 // metricsFlags are the flags of the daemon's metrics listener.
@@ -272,13 +275,17 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			srv.SnapshotsChanged(name)
 		}
 	}
-	files, err := fileView(api)
-	if err != nil {
+	// The file API's view: the policy's top-level rules, swapped when
+	// the policy file changes (WatchPolicy below).
+	var files atomic.Pointer[workspace.WS]
+	apiDenials := &audit.Coalescer{}
+	if fv, err := fileViewOf(api, rt.Policy(), apiDenials); err != nil {
 		return err
+	} else {
+		files.Store(fv)
 	}
-	dopts.Rules = files.Rules()
-	dopts.WS = files // restore and undo obey the file API's rules
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files, nil }), e.log,
+	dopts.Files = files.Load // restore, undo and diffs obey the file API's rules
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(func(context.Context) (*workspace.WS, error) { return files.Load(), nil }), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err
@@ -309,6 +316,21 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
+	// The policy file is watched: a change is checked and swapped in
+	// (backends.Runtime.WatchPolicy), a bad file refused.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		rt.WatchPolicy(watchCtx, policyPath(), c.policyPoll, func(pol backends.Policy) {
+			fv, err := fileViewOf(api, pol, apiDenials)
+			if err != nil {
+				e.log.Error("file API rules of the new policy", "err", err) // checked by SetPolicy: not reached
+				return
+			}
+			files.Store(fv)
+		})
+	}()
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
 	live := "serving " + ws + " on " + ctl.Path()
@@ -327,6 +349,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	case <-ctx.Done():
 		e.log.Info("stopping", "err", context.Cause(ctx))
 	}
+	stopWatch()
+	<-watchDone
 	if err := sd.notify("STOPPING=1\nSTATUS=stopping: backends, then the mount, then the store"); err != nil {
 		e.log.Warn("stopping not sent", "err", err)
 	}

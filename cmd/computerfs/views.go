@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
@@ -30,11 +31,13 @@ type policyViews struct {
 	mu    sync.Mutex
 	main  *fusefs.Server            // the plain mount, once up
 	views map[string]*fusefs.Server // by backend
+	rules map[string]string         // the rules each view was mounted with (Rules.String)
+	seq   int                       // names the mountpoints of remounted views
 	dir   string                    // holds their mountpoints
 }
 
 func newPolicyViews(f *fs.FS, allowOther bool, fsName string, log *slog.Logger) *policyViews {
-	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}}
+	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}, rules: map[string]string{}}
 }
 
 // setMain records the plain mount, and whether other users may use it
@@ -47,10 +50,31 @@ func (v *policyViews) setMain(s *fusefs.Server, allowOther bool) {
 
 // mount returns the mountpoint of backend id's view, mounting it the
 // first time (backends.Options.ViewMount).
+//
+// A view mounted under other rules (the policy was reloaded: the backend
+// restarts, so nothing binds the old view any more) is unmounted, and
+// one under the new rules mounted at a new mountpoint.
 func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(workspace.Denial)) (string, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if s, ok := v.views[id]; ok {
+		if v.rules[id] == rules.String() {
+			v.mu.Unlock()
+			return s.Mountpoint(), nil
+		}
+		delete(v.views, id)
+		v.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			v.log.Error("unmount a policy view of old rules", "backend", id, "mountpoint", s.Mountpoint(), "err", err)
+		}
+		os.Remove(s.Mountpoint())
+		v.log.Info("policy view unmounted: its rules changed", "backend", id, "mountpoint", s.Mountpoint())
+		v.mu.Lock()
+	}
+	defer v.mu.Unlock()
+	if s, ok := v.views[id]; ok { // mounted meanwhile
 		return s.Mountpoint(), nil
 	}
 	if v.dir == "" {
@@ -61,6 +85,10 @@ func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(works
 		v.dir = dir
 	}
 	mnt := filepath.Join(v.dir, id)
+	if _, remount := v.rules[id]; remount {
+		v.seq++
+		mnt = filepath.Join(v.dir, fmt.Sprintf("%s.%d", id, v.seq))
+	}
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
@@ -70,6 +98,7 @@ func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(works
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
 	v.views[id] = s
+	v.rules[id] = rules.String()
 	v.log.Info("policy view mounted", "backend", id, "mountpoint", mnt)
 	return mnt, nil
 }
@@ -124,8 +153,8 @@ func (v *policyViews) close(ctx context.Context) {
 		}
 	}
 	if dir != "" {
-		for id := range views {
-			os.Remove(filepath.Join(dir, id))
+		for _, s := range views {
+			os.Remove(s.Mountpoint())
 		}
 		os.Remove(dir)
 	}
