@@ -191,7 +191,10 @@ func TestProxy(t *testing.T) {
 	}
 	op := fmt.Sprint(otherAddr.Port())
 	refused := []func() (string, string){
-		func() (string, string) { c, b := get(plain, "http://other.example.test:"+op+"/"); return fmt.Sprint(c), b },
+		func() (string, string) {
+			c, b := get(plain, "http://other.example.test:"+op+"/")
+			return fmt.Sprint(c), b
+		},
 		func() (string, string) { return connectGet("other.example.test:" + op) },
 		func() (string, string) { return connectGet(otherAddr.String()) },
 		func() (string, string) { return connectGet(goodAddr.String()) }, // the allowed server by number
