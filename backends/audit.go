@@ -68,7 +68,7 @@ func (r *Runtime) auditPolicy(detail string) {
 	r.audit.mu.Lock()
 	r.audit.version = v
 	r.audit.mu.Unlock()
-	r.opts.WS.Audit(audit.Record{Kind: audit.KindPolicy, PolicyVersion: v, Detail: detail})
+	r.auditRec(audit.Record{Kind: audit.KindPolicy, PolicyVersion: v, Detail: detail})
 }
 
 func (r *Runtime) policyVersion() string {
@@ -86,7 +86,7 @@ func (r *Runtime) deny(req *Request, execID, backend, reason, rule string, err e
 	if err != nil {
 		rec.Detail = err.Error()
 	}
-	r.opts.WS.Audit(rec)
+	r.auditRec(rec)
 }
 
 // envNames are the names of env, sorted: never their values.
@@ -225,7 +225,7 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 		}
 	}
 	r.audit.mu.Unlock()
-	r.opts.WS.Audit(rec)
+	r.auditRec(rec)
 }
 
 // pathDenial records a refusal of a path rule at door ("hostfs": the
@@ -243,16 +243,7 @@ func (r *Runtime) pathDenial(door, backend, tok string, d workspace.Denial) {
 	if tok != "" {
 		e = r.audit.execs[tok]
 	} else {
-		for _, x := range r.audit.execs {
-			if x.backend != backend {
-				continue
-			}
-			if e != nil {
-				e = nil // two or more: none named
-				break
-			}
-			e = x
-		}
+		e = r.execOfBackendLocked(backend)
 	}
 	if e != nil {
 		e.denials++
@@ -260,14 +251,30 @@ func (r *Runtime) pathDenial(door, backend, tok string, d workspace.Denial) {
 	}
 	r.audit.mu.Unlock()
 	for _, x := range r.audit.coalesce.Admit(rec, time.Now()) {
-		r.opts.WS.Audit(x)
+		r.auditRec(x)
 	}
+}
+
+// execOfBackendLocked is the one exec under way on backend (nil if none
+// or several: a shared door cannot tell them apart).
+func (r *Runtime) execOfBackendLocked(backend string) *auditExec {
+	var e *auditExec
+	for _, x := range r.audit.execs {
+		if x.backend != backend {
+			continue
+		}
+		if e != nil {
+			return nil
+		}
+		e = x
+	}
+	return e
 }
 
 // flushDenials writes the coalesced refusals' summaries (at close).
 func (r *Runtime) flushDenials() {
 	for _, x := range r.audit.coalesce.Flush(time.Now()) {
-		r.opts.WS.Audit(x)
+		r.auditRec(x)
 	}
 }
 

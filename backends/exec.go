@@ -255,6 +255,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		return nil, err
 	}
 	policy := r.policy() // read once: a reload does not change an exec under way
+	compiled := r.compiled.Load()
 	pol := policy.For(id)
 	if pol.Disabled {
 		err := fmt.Errorf("backend %s is disabled by policy", id)
@@ -298,6 +299,9 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	defer r.dropToken(tok)
 
 	env, err := buildEnv(pol, req.Env)
+	if err == nil {
+		compiled.secretEnv(id, env)
+	}
 	if err != nil {
 		rule := "env"
 		if strings.Contains(err.Error(), "not allowed") {
@@ -350,7 +354,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 			}
 			// The shell refuses them as it meets them (exit 126); the
 			// verdict is the policy's, recorded as the exec starts.
-			r.opts.WS.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
+			r.auditRec(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
 				Rule: x.rule, Detail: x.why + strings.Join(x.names, ", "), ExecID: execID,
 				Argv: req.Argv, Cwd: req.Cwd, EnvNames: envNames(env), PolicyVersion: r.policyVersion()})
 		}
@@ -367,7 +371,14 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	b.execs++
 	b.mu.Unlock()
 
+	// Secrets' values never leave in the output.
+	stdout, stderr = newRedactor(stdout, compiled), newRedactor(stderr, compiled)
 	res.Exit, res.Result = r.run(ctx, b, pc, start, limits, req, stdout, stderr)
+	flushOutput(stdout)
+	flushOutput(stderr)
+	if res.Exit != nil && len(compiled.secrets) > 0 {
+		res.Exit.Reason = compiled.redact(res.Exit.Reason)
+	}
 
 	// The exec has ended even if its caller has gone: record it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -380,7 +391,16 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if cmd == "" {
 		cmd = scriptOf(req.Argv)
 	}
+	cmd = compiled.redact(cmd)
 	arec := r.execAudit(req, res, env, r.auditEnd(tok))
+	if len(compiled.secrets) > 0 {
+		argv := make([]string, len(arec.Argv))
+		for i, a := range arec.Argv {
+			argv[i] = compiled.redact(a)
+		}
+		arec.Argv = argv
+		arec.Detail = compiled.redact(arec.Detail)
+	}
 	rec, err := r.opts.WS.EndExec(rctx, cp, fs.ExecRecord{
 		Backend: id, Command: cmd, Exit: ExitStatus(res.Exit), Paths: changedPaths(res.Changes), PathsTruncated: res.ChangesTruncated,
 		Audit: arec,
@@ -389,7 +409,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.log.Error("exec checkpoint after", "id", execID, "err", err)
 		// Recorded without its states.
 		arec.Before = cp.Before()
-		r.opts.WS.Audit(*arec)
+		r.auditRec(*arec)
 	} else {
 		res.Before, res.After = rec.Before, rec.After
 	}

@@ -76,6 +76,8 @@ type Policy struct {
 	Backends map[string]BackendPolicy `json:"backends,omitempty"`
 	// Paths are the path rules of the file API and every backend.
 	Paths PathRules `json:"paths,omitempty"`
+	// Secrets are named secrets granted to backends (secrets.go).
+	Secrets map[string]SecretPolicy `json:"secrets,omitempty"`
 }
 
 // PathRules are path rules in the order the policy file gives them: a
@@ -178,8 +180,11 @@ func (p Policy) check() error {
 		if _, err := p.PathRules(id); err != nil {
 			return err
 		}
+		if err := checkNetwork(id, p.Backends[id]); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkSecrets(p)
 }
 
 // BackendPolicy is what one backend may reach.
@@ -213,6 +218,10 @@ type BackendPolicy struct {
 	// Paths are the backend's path rules, after the top level's (see
 	// Policy).
 	Paths PathRules `json:"paths,omitempty"`
+	// Network is "none", "host" or an allow-list run through the
+	// daemon's egress proxy (network.go); nil leaves it to the settings
+	// (the container's default is none).
+	Network *NetworkPolicy `json:"network,omitempty"`
 }
 
 // For returns the policy of backend id (the zero policy if none). Its
@@ -223,7 +232,7 @@ type BackendPolicy struct {
 // others'), and "read_only": "true" when ReadOnly is.
 func (p Policy) For(id string) BackendPolicy {
 	bp := p.Backends[id]
-	if len(bp.Commands) > 0 || len(bp.DenyCommands) > 0 || bp.ReadOnly {
+	if len(bp.Commands) > 0 || len(bp.DenyCommands) > 0 || bp.ReadOnly || bp.Network != nil {
 		s := map[string]string{}
 		for k, v := range bp.Settings {
 			s[k] = v
@@ -236,6 +245,11 @@ func (p Policy) For(id string) BackendPolicy {
 		}
 		if bp.ReadOnly {
 			s["read_only"] = "true"
+		}
+		if bp.Network != nil {
+			// "proxy" comes with "proxy_socket", which the runtime adds
+			// as it starts the backend (network.go).
+			s["network"] = bp.Network.Mode
 		}
 		bp.Settings = s
 	}

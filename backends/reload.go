@@ -48,8 +48,13 @@ func (r *Runtime) SetPolicy(pol Policy, detail string) (bool, error) {
 	if PolicyVersion(*old) == PolicyVersion(pol) {
 		return false, nil
 	}
+	c, err := compile(pol)
+	if err != nil {
+		return false, err
+	}
 	r.mu.Lock()
 	r.pol.Store(&pol)
+	r.compiled.Store(c)
 	var changed []string
 	for id, b := range r.backends {
 		if backendKey(*old, id) == backendKey(pol, id) {
@@ -80,7 +85,7 @@ func backendKey(pol Policy, id string) string {
 // refusePolicy records a policy file that was not loaded.
 func (r *Runtime) refusePolicy(path string, err error) {
 	r.log.Error("policy file refused: the policy in force stays", "path", path, "err", err)
-	r.opts.WS.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "policy", Rule: "reload",
+	r.auditRec(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "policy", Rule: "reload",
 		Detail: err.Error(), PolicyVersion: r.policyVersion()})
 }
 

@@ -121,6 +121,9 @@ type Runtime struct {
 	// pol is the policy in force: opts.Policy, then what SetPolicy
 	// swapped in (reload.go). An exec reads it once, as it starts.
 	pol atomic.Pointer[Policy]
+	// compiled is what pol gives the proxies and the secrets.
+	compiled atomic.Pointer[compiledPolicy]
+	egress   proxies // the egress proxies (network.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -135,6 +138,11 @@ func New(opts Options) (*Runtime, error) {
 	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
 	pol := opts.Policy
 	r.pol.Store(&pol)
+	c, err := compile(pol)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	r.compiled.Store(c)
 	r.rpc = wsrpc.NewServer(r.resolveToken)
 	if opts.Owner != "" {
 		if n := sweep(opts.Owner); n > 0 {
@@ -439,6 +447,14 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	}
 	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
 	settings := pol.Settings
+	if pol.Network != nil && pol.Network.Mode == "proxy" {
+		sock, err := b.rt.proxyFor(b.id)
+		if err != nil {
+			return fail(fmt.Errorf("network: %w", err))
+		}
+		settings = maps.Clone(settings)
+		settings["proxy_socket"] = sock
+	}
 	if !checksCommands(b.id, desc) && (settings["commands"] != "" || settings["deny_commands"] != "") {
 		// The runtime checks them (commandVerdict); the backend need
 		// not know them.
@@ -561,6 +577,7 @@ func (r *Runtime) Close() {
 		}()
 	}
 	wg.Wait()
+	r.closeProxies()
 }
 
 // newToken registers an exec's view of the workspace for HostFS.
