@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -61,16 +62,24 @@ func newTestNet(t *testing.T) *testNet {
 // serve starts an HTTP server in the namespace on port, answering
 // NAME-OK, and returns its count of requests.
 func (tn *testNet) serve(t *testing.T, port int, name string) *atomic.Int64 {
+	hits, _ := tn.serveAuth(t, port, name)
+	return hits
+}
+
+// serveAuth is serve, also keeping the last Authorization header.
+func (tn *testNet) serveAuth(t *testing.T, port int, name string) (*atomic.Int64, *atomic.Value) {
 	t.Helper()
 	ln := tn.listen(t, fmt.Sprintf("%s:%d", tn.addr, port))
-	hits := new(atomic.Int64)
+	hits, auth := new(atomic.Int64), new(atomic.Value)
+	auth.Store("")
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		auth.Store(r.Header.Get("Authorization"))
 		fmt.Fprintf(w, "%s-OK auth=%q\n", name, r.Header.Get("Authorization"))
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return hits
+	return hits, auth
 }
 
 // listen makes a TCP listener inside the namespace: the socket belongs
@@ -201,6 +210,105 @@ func TestNetworkPolicy(t *testing.T) {
 	for _, w := range []string{"allowed registry.example.test:8080", "denied other.example.test:8081", "denied " + tn.addr + ":8080"} {
 		if !seen[w] {
 			t.Errorf("audit lacks the network verdict %q: %v", w, seen)
+		}
+	}
+}
+
+// TestSecrets: two secrets of the daemon, one from its environment given
+// to the container as a variable, one from a file that the egress proxy
+// adds to requests to registry.example.test (it never enters the
+// container). The server receives the header; the container's
+// environment holds the first and not the second; output that shows
+// either is redacted; neither value is anywhere in the audit log, the
+// exec records, the exec log or the daemon's output; a backend not
+// granted a secret does not get it.
+func TestSecrets(t *testing.T) {
+	needContainers(t)
+	tn := newTestNet(t)
+	_, auth := tn.serveAuth(t, 8080, "REGISTRY")
+	const envValue, fileValue = "env-secret-9f3c1d2e7b", "file-secret-4a8e0c6d5f"
+	t.Setenv("CFS_TEST_DAEMON_TOKEN", envValue)
+	home, ws, mnt := tempWorkspace(t)
+	installContainerPlugin(t, home)
+	secretFile := filepath.Join(home, "registry.token")
+	if err := os.WriteFile(secretFile, []byte(fileValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "policy.json"), []byte(fmt.Sprintf(`{
+		"backends": {"container": {"network": {"allow": ["registry.example.test"], "hosts": {"registry.example.test": %q}}}},
+		"secrets": {
+			"api": {"from_env": "CFS_TEST_DAEMON_TOKEN", "backends": ["container"], "env": "API_TOKEN"},
+			"registry": {"from_file": %q, "backends": ["container"],
+				"inject": {"hosts": ["registry.example.test"], "header": "Authorization", "format": "Bearer {}"}}
+		}
+	}`, tn.addr, secretFile)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { waitNoPlugins(t, ws, 10*time.Second) })
+	mp := startMount(t, home, ws, mnt)
+	exec := func(backend, script string) result {
+		t.Helper()
+		r, err := runCfs(home, "", nil, "exec", "-w", ws, "-b", backend, "--", script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := exec("container", "echo token=$API_TOKEN; curl -sS -m 10 http://registry.example.test:8080/; base64 -w0 /proc/self/environ; echo; echo $API_TOKEN >&2; echo $API_TOKEN > /workspace/leak.txt")
+	if r.code != 0 {
+		t.Fatalf("exec: %v", r)
+	}
+	if got := auth.Load().(string); got != "Bearer "+fileValue {
+		t.Errorf("the server got Authorization %q, want the injected secret", got)
+	}
+	for _, w := range []string{"token=[secret api]", `REGISTRY-OK auth="Bearer [secret registry]"`} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("output lacks %q: %v", w, r)
+		}
+	}
+	if strings.TrimSpace(r.stderr) != "[secret api]" {
+		t.Errorf("stderr: %q", r.stderr)
+	}
+	// The environment, as the container had it (base64: not redacted).
+	var environ string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if b, err := base64.StdEncoding.DecodeString(line); err == nil && strings.Contains(string(b), "PATH=") {
+			environ = string(b)
+		}
+	}
+	if !strings.Contains(environ, "API_TOKEN="+envValue) || strings.Contains(environ, fileValue) {
+		t.Errorf("the container's environment: API_TOKEN given %v, the injected secret in it %v", strings.Contains(environ, "API_TOKEN="+envValue), strings.Contains(environ, fileValue))
+	}
+	// What the exec wrote to the workspace is its own (not redacted: the
+	// policy gave it the value).
+	if b, _ := os.ReadFile(filepath.Join(mnt, "leak.txt")); string(b) != envValue+"\n" {
+		t.Errorf("leak.txt: %q", b)
+	}
+	// A backend not granted them.
+	if r := exec("shell", "echo [$API_TOKEN]"); r.stdout != "[]\n" {
+		t.Errorf("the shell got a secret: %v", r)
+	}
+	// An argv holding a value is redacted in the records.
+	exec("container", "true "+envValue)
+
+	var everywhere strings.Builder
+	for _, args := range [][]string{{"audit", "-w", ws, "--json"}, {"execs", "-w", ws, "--json"}} {
+		r := cli(t, home, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: %v", args, r)
+		}
+		everywhere.WriteString(r.stdout)
+	}
+	if !strings.Contains(everywhere.String(), "API_TOKEN") || !strings.Contains(everywhere.String(), "secret headers added: Authorization") {
+		t.Errorf("the records lack the variable's name or the injection's verdict:\n%s", everywhere.String())
+	}
+	if b, err := os.ReadFile(execLogPath(ws)); err == nil {
+		everywhere.Write(b)
+	}
+	everywhere.WriteString(mp.output())
+	for _, v := range []string{envValue, fileValue} {
+		if strings.Contains(everywhere.String(), v) {
+			t.Errorf("a secret value is in the records or logs:\n%s", everywhere.String())
 		}
 	}
 }
