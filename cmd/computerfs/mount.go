@@ -302,6 +302,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
+		// Views a killed daemon left at this mountpoint go first.
+		detachStaleViews(mnt, e.log)
 		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
 		if err != nil {
 			return err
@@ -539,6 +541,9 @@ func cmdUmount(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("unmount %s: %w: %s", mnt, err, strings.TrimSpace(string(out)))
 		}
 	}
+	// A killed daemon's policy views stay mounted, dead, as its main
+	// mount did: they go too (a live daemon unmounts its own as it stops).
+	defer detachStaleViews(mnt, e.log)
 	if daemon == 0 {
 		return nil
 	}

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // policyViews are the daemon's policy views of the workspace: for each
@@ -92,7 +95,7 @@ func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(works
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
-	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules, OnDeny: onDeny,
+	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + viewSuffix, Rules: rules, OnDeny: onDeny,
 		Changed: func(parent fs.Ino, name string, ino fs.Ino) { v.tell(id, parent, name, ino) }})
 	if err != nil {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
@@ -158,4 +161,47 @@ func (v *policyViews) close(ctx context.Context) {
 		}
 		os.Remove(dir)
 	}
+}
+
+// viewSuffix ends the FUSE source of every policy view (Options.FsName:
+// the plain mount's mountpoint, then " (ID policy view)").
+const viewSuffix = " policy view)"
+
+// detachStaleViews detaches the policy views of mountpoint mnt left by a
+// daemon that is gone (killed: their FUSE connection answers statfs with ENOTCONN),
+// and removes their mountpoints; it returns how many it detached. A live
+// daemon's views answer, and are left alone. umount of the plain mount
+// calls it, and so does the next mount at mnt.
+func detachStaleViews(mnt string, log *slog.Logger) int {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return 0
+	}
+	mounts, err := mountinfo.Read("/proc/self/mountinfo")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range mounts {
+		if m.FSType != "fuse.computerfs" || !strings.HasPrefix(m.Source, abs+" (") || !strings.HasSuffix(m.Source, viewSuffix) {
+			continue
+		}
+		// statfs always goes to the daemon (stat may be answered from
+		// the kernel's cache): a dead one's connection says ENOTCONN.
+		var st unix.Statfs_t
+		if err := unix.Statfs(m.Point, &st); !errors.Is(err, unix.ENOTCONN) {
+			continue // served: a live daemon's
+		}
+		if err := unix.Unmount(m.Point, unix.MNT_DETACH); err != nil {
+			log.Warn("detach a stale policy view", "mountpoint", m.Point, "err", err)
+			continue
+		}
+		n++
+		os.Remove(m.Point)
+		if dir := filepath.Dir(m.Point); strings.HasPrefix(filepath.Base(dir), "computerfs-views-") {
+			os.Remove(dir) // once empty
+		}
+		log.Info("detached a stale policy view of a daemon that is gone", "mountpoint", m.Point, "view", m.Source)
+	}
+	return n
 }
