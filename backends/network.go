@@ -95,6 +95,11 @@ func (n *NetworkPolicy) egressRules() (*egress.Rules, error) {
 
 // checkNetwork refuses a backend policy whose network cannot work.
 func checkNetwork(id string, bp BackendPolicy) error {
+	// The proxy's socket is the runtime's to give: a policy that named
+	// one could bind any host socket into a sandbox.
+	if bp.Settings["network"] == "proxy" || bp.Settings["proxy_socket"] != "" {
+		return fmt.Errorf(`backend %s: the settings "network": "proxy" and "proxy_socket" are the runtime's: give the backend "network": {"allow": [...]}`, id)
+	}
 	if bp.Network == nil {
 		return nil
 	}

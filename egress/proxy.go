@@ -333,7 +333,19 @@ func (p *Proxy) dial(ctx context.Context, rules *Rules, host string, port int) (
 		if err != nil {
 			return nil, fmt.Errorf("resolve %s: %w", host, err)
 		}
-		addrs = ips
+		// A name DNS maps to this host or its link (loopback, link-local,
+		// unspecified, multicast) reaches only what an address entry of
+		// the allow-list names: a public name must not open the daemon's
+		// own services to the sandbox.
+		for _, a := range ips {
+			a = a.Unmap()
+			if a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsMulticast() || a.IsInterfaceLocalMulticast() {
+				if _, ok := rules.Allow.Match(a.String(), port); !ok {
+					return nil, fmt.Errorf("%s resolves to %s, a local address the allow-list does not name", host, a)
+				}
+			}
+			addrs = append(addrs, a)
+		}
 	}
 	var errs []error
 	for _, a := range addrs {

@@ -277,3 +277,42 @@ func TestProxyClose(t *testing.T) {
 		t.Errorf("the tunnel after Close: %q, %v (want EOF)", rest, err)
 	}
 }
+
+// TestProxyLocalNames: a name allowed by the list whose DNS answer is a
+// loopback address is refused (the daemon's own services), unless an
+// address entry names it.
+func TestProxyLocalNames(t *testing.T) {
+	srv := newTestServer(t, "LOCAL")
+	port := netip.MustParseAddrPort(strings.TrimPrefix(srv.URL, "http://")).Port()
+	for _, tt := range []struct {
+		allow []string
+		want  string
+	}{
+		{[]string{"localhost"}, "a local address the allow-list does not name"},
+		{[]string{"localhost", "127.0.0.0/8"}, "LOCAL-OK"},
+	} {
+		allow, err := ParseAllow(tt.allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock := filepath.Join(t.TempDir(), "p.sock")
+		p, err := Listen(sock, Options{Rules: func() *Rules { return &Rules{Allow: allow} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxyURL, _ := url.Parse("http://proxy.invalid")
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+		resp, err := c.Get(fmt.Sprintf("http://localhost:%d/", port))
+		var body []byte
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if !strings.Contains(string(body), tt.want) {
+			t.Errorf("allow %v: %q %v; want %q", tt.allow, body, err, tt.want)
+		}
+		p.Close()
+	}
+}
