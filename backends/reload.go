@@ -56,16 +56,20 @@ func (r *Runtime) SetPolicy(pol Policy, detail string) (bool, error) {
 	r.pol.Store(&pol)
 	r.compiled.Store(c)
 	var changed []string
+	var stale []*backend
 	for id, b := range r.backends {
-		if backendKey(*old, id) == backendKey(pol, id) {
-			continue
+		if backendKey(*old, id) != backendKey(pol, id) {
+			changed = append(changed, id)
+			stale = append(stale, b)
 		}
-		changed = append(changed, id)
+	}
+	r.mu.Unlock()
+	// Not under r.mu: ensure holds b.mu while it asks isClosed (r.mu).
+	for _, b := range stale {
 		b.mu.Lock()
 		b.stale = true
 		b.mu.Unlock()
 	}
-	r.mu.Unlock()
 	r.auditPolicy(detail)
 	r.log.Info("policy changed", "version", PolicyVersion(pol), "previous", PolicyVersion(*old), "backends_restarted_at_next_exec", changed)
 	return true, nil
