@@ -69,6 +69,33 @@ func (c *Coalescer) Admit(rec Record, now time.Time) []Record {
 	return append(out, rec)
 }
 
+// Seed counts recs (records already in the log, such as the last ones a
+// previous process wrote) as admitted in the window starting at now if
+// they were made within one window before it: a process that starts
+// again and again (a one-off CLI looping on a denied path) then adds no
+// record of a key the log already has from the last minute.
+func (c *Coalescer) Seed(recs []Record, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.turn(now, true) // a fresh coalescer: nothing to summarise
+	}
+	w := c.Window
+	if w <= 0 {
+		w = time.Minute
+	}
+	for _, r := range recs {
+		if r.Kind != KindVerdict || now.Sub(time.Unix(0, r.Time)) >= w {
+			continue
+		}
+		k := coalesceKey{r.Door, r.Backend, r.ExecID, r.Rule, r.Verdict, r.Path}
+		if c.keys[k] == nil && len(c.keys) < c.maxKeys() {
+			r.Repeats = 0
+			c.keys[k] = &coalesced{rec: r}
+		}
+	}
+}
+
 // Flush ends the window now and returns its summaries (at close).
 func (c *Coalescer) Flush(now time.Time) []Record {
 	c.mu.Lock()

@@ -55,3 +55,22 @@ func TestCoalescer(t *testing.T) {
 		})
 	}
 }
+
+// TestCoalescerSeed: records already in the log from the last window
+// count as recorded; older ones and other kinds do not.
+func TestCoalescerSeed(t *testing.T) {
+	now := time.Unix(5000, 0)
+	old := Record{Kind: KindVerdict, Verdict: Denied, Door: "api", Path: "/old", Time: now.Add(-2 * time.Minute).UnixNano()}
+	recent := Record{Kind: KindVerdict, Verdict: Denied, Door: "api", Path: "/recent", Time: now.Add(-10 * time.Second).UnixNano()}
+	c := &Coalescer{}
+	c.Seed([]Record{old, recent, {Kind: KindExec, Path: "/exec", Time: now.UnixNano()}}, now)
+	for _, tt := range []struct {
+		path string
+		want int
+	}{{"/recent", 0}, {"/old", 1}, {"/exec", 1}, {"/new", 1}} {
+		r := Record{Kind: KindVerdict, Verdict: Denied, Door: "api", Path: tt.path}
+		if got := len(c.Admit(r, now.Add(time.Second))); got != tt.want {
+			t.Errorf("%s: %d records, want %d", tt.path, got, tt.want)
+		}
+	}
+}

@@ -47,7 +47,16 @@ func RuleName(r Rule) string {
 // AuditDenials returns a view of w whose path-rule refusals go to the
 // workspace's audit log as door's (backend, policy version as given),
 // through c, which bounds floods of them (audit.Coalescer).
+//
+// c is first seeded with the log's last refusals (audit.Coalescer.Seed),
+// so that a process run again and again adds no record of a refusal the
+// log has from the last minute.
 func (w *WS) AuditDenials(door, backend, policyVersion string, c *audit.Coalescer) *WS {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if recent, err := w.f.AuditRecords(ctx, audit.Query{Denied: true, Limit: 200}); err == nil {
+		c.Seed(recent, time.Now())
+	}
+	cancel()
 	return w.WithDenialHook(func(d Denial) {
 		rec := DenialRecord(d, door)
 		rec.Backend, rec.PolicyVersion = backend, policyVersion

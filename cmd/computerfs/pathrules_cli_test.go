@@ -123,3 +123,31 @@ func TestPathRulesThroughDaemon(t *testing.T) {
 		t.Errorf("audit --denied: %v", r)
 	}
 }
+
+// TestDenialFloodOffline: a script looping on a denied path with one-off
+// CLI runs (no daemon: each run opens the store itself) leaves one
+// record of it in the audit log, not one a run.
+func TestDenialFloodOffline(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws.cfs")
+	createStore(t, ws)
+	if r := fsRun(t, home, ws, "SECRET\n", "write", "/.env"); r.code != 0 {
+		t.Fatalf("write: %v", r)
+	}
+	if err := os.WriteFile(filepath.Join(home, "policy.json"), []byte(`{"paths": {"**/.env": "deny"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if r := fsRun(t, home, ws, "", "cat", "/.env"); r.code == 0 || strings.Contains(r.stdout, "SECRET") {
+			t.Fatalf("cat .env: %v", r)
+		}
+	}
+	r := cli(t, home, "audit", "-w", ws, "--denied", "--json")
+	var recs []struct{ Door, Rule, Path string }
+	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+		t.Fatalf("audit: %v %v", err, r)
+	}
+	if len(recs) != 1 || recs[0].Door != "api" || recs[0].Rule != `paths["**/.env"]=deny` || recs[0].Path != "/.env" {
+		t.Errorf("records of 5 refusals in a loop: %+v", recs)
+	}
+}
