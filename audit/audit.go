@@ -143,6 +143,10 @@ type Record struct {
 	// Denials counts the verdicts of an exec's doors that were denied;
 	// only the first MaxDenialsPerExec have records of their own.
 	Denials int `json:"denials,omitempty"`
+	// Repeats, on a summary record of a Coalescer (Detail says so),
+	// counts the refusals like it (same door, backend, exec, rule and
+	// path) that got no record of their own in the window that ended.
+	Repeats int `json:"repeats,omitempty"`
 
 	Hash string `json:"-"`
 }

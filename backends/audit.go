@@ -14,6 +14,7 @@ import (
 	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/workspace"
 	"github.com/zeebo/blake3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -40,6 +41,8 @@ type auditState struct {
 	// The window of unattributed refusals (hostfsVerdict).
 	windowStart             time.Time
 	windowCount, suppressed int
+	// coalesce bounds the records of path-rule refusals (pathDenial).
+	coalesce audit.Coalescer
 }
 
 type auditExec struct {
@@ -61,11 +64,11 @@ func PolicyVersion(pol Policy) string {
 // what it read ("reloaded from PATH"): the log then shows the change (its
 // record's PreviousPolicy is the version before).
 func (r *Runtime) auditPolicy(detail string) {
-	v := PolicyVersion(r.opts.Policy)
+	v := PolicyVersion(*r.policy())
 	r.audit.mu.Lock()
 	r.audit.version = v
 	r.audit.mu.Unlock()
-	r.opts.WS.Audit(audit.Record{Kind: audit.KindPolicy, PolicyVersion: v, Detail: detail})
+	r.auditRec(audit.Record{Kind: audit.KindPolicy, PolicyVersion: v, Detail: detail})
 }
 
 func (r *Runtime) policyVersion() string {
@@ -83,7 +86,7 @@ func (r *Runtime) deny(req *Request, execID, backend, reason, rule string, err e
 	if err != nil {
 		rec.Detail = err.Error()
 	}
-	r.opts.WS.Audit(rec)
+	r.auditRec(rec)
 }
 
 // envNames are the names of env, sorted: never their values.
@@ -99,28 +102,36 @@ func envNames(env map[string]string) []string {
 	return out
 }
 
-// shellRefusals are the commands of script that the shell's policy
-// (Commands) will refuse, as far as a parse can tell: literal command
-// names that are neither allowed nor shell builtins.
-func shellRefusals(pol BackendPolicy, script string) []string {
-	if len(pol.Commands) == 0 {
-		return nil
+// shellRefusals are the commands of script that the shell's policy will
+// refuse, as far as a parse can tell: literal command names that are
+// not shell builtins and are not in Commands (notAllowed) or are in
+// DenyCommands (denied).
+func shellRefusals(pol BackendPolicy, script string) (notAllowed, denied []string) {
+	if len(pol.Commands) == 0 && len(pol.DenyCommands) == 0 {
+		return nil, nil
 	}
 	names, _, err := commandsOf(script)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	allowed := map[string]bool{}
 	for _, c := range pol.Commands {
 		allowed[c] = true
 	}
-	var out []string
+	deny := map[string]bool{}
+	for _, c := range pol.DenyCommands {
+		deny[c] = true
+	}
 	for _, n := range names {
-		if !allowed[n] && !interp.IsBuiltin(n) && !strings.HasPrefix(n, "__cfs_") {
-			out = append(out, n)
+		switch {
+		case interp.IsBuiltin(n) || strings.HasPrefix(n, "__cfs_"):
+		case deny[n]:
+			denied = append(denied, n)
+		case len(allowed) > 0 && !allowed[n]:
+			notAllowed = append(notAllowed, n)
 		}
 	}
-	return out
+	return notAllowed, denied
 }
 
 func (r *Runtime) auditBegin(tok, execID, backend string) {
@@ -172,6 +183,9 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 			return
 		}
 		detail = e.Message
+		if strings.Contains(detail, workspace.RuleErrorMarker) {
+			return // a path rule's: the view's denial hook recorded it (pathDenial)
+		}
 	}
 	rec := audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "hostfs", Rule: rule,
 		Detail: method + ": " + detail, PolicyVersion: r.policyVersion()}
@@ -211,7 +225,57 @@ func (r *Runtime) hostfsVerdict(ctx context.Context, method string, req, resp an
 		}
 	}
 	r.audit.mu.Unlock()
-	r.opts.WS.Audit(rec)
+	r.auditRec(rec)
+}
+
+// pathDenial records a refusal of a path rule at door ("hostfs": the
+// exec of HostFS token tok; "mount": the policy view of backend, whose
+// exec is named when exactly one of that backend's runs). The exec's
+// record counts it; floods are coalesced (audit.Coalescer: the first
+// refusal of each exec, rule and path in a minute is recorded, the
+// repeats summed in one record when the minute ends, at most 120 paths
+// a minute).
+func (r *Runtime) pathDenial(door, backend, tok string, d workspace.Denial) {
+	rec := workspace.DenialRecord(d, door)
+	rec.Backend, rec.PolicyVersion = backend, r.policyVersion()
+	r.audit.mu.Lock()
+	var e *auditExec
+	if tok != "" {
+		e = r.audit.execs[tok]
+	} else {
+		e = r.execOfBackendLocked(backend)
+	}
+	if e != nil {
+		e.denials++
+		rec.ExecID = e.id
+	}
+	r.audit.mu.Unlock()
+	for _, x := range r.audit.coalesce.Admit(rec, time.Now()) {
+		r.auditRec(x)
+	}
+}
+
+// execOfBackendLocked is the one exec under way on backend (nil if none
+// or several: a shared door cannot tell them apart).
+func (r *Runtime) execOfBackendLocked(backend string) *auditExec {
+	var e *auditExec
+	for _, x := range r.audit.execs {
+		if x.backend != backend {
+			continue
+		}
+		if e != nil {
+			return nil
+		}
+		e = x
+	}
+	return e
+}
+
+// flushDenials writes the coalesced refusals' summaries (at close).
+func (r *Runtime) flushDenials() {
+	for _, x := range r.audit.coalesce.Flush(time.Now()) {
+		r.auditRec(x)
+	}
 }
 
 // unattributedPerMinute bounds the records of HostFS refusals that no

@@ -197,7 +197,7 @@ func (r *Runtime) choose(ctx context.Context, req *Request) (string, string, err
 			}
 		}
 	}
-	def := r.opts.Policy.Default
+	def := r.policy().Default
 	if def == "" {
 		def = "shell"
 	}
@@ -228,7 +228,8 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 	}
-	if allowed := r.opts.Policy.For("shell").Commands; len(allowed) > 0 {
+	shellPol := r.policy().For("shell")
+	if allowed := shellPol.Commands; len(allowed) > 0 {
 		only := map[string]bool{}
 		for _, c := range allowed {
 			if out[c] {
@@ -237,8 +238,15 @@ func (r *Runtime) shellCommands(ctx context.Context) (map[string]bool, error) {
 		}
 		out = only
 	}
+	for _, c := range shellPol.DenyCommands {
+		delete(out, c)
+	}
 	return out, nil
 }
+
+// maxCheckedScript bounds the script file the runtime reads to check
+// its commands.
+const maxCheckedScript = 4 << 20
 
 // Exec runs req, streaming its output to stdout and stderr as it comes.
 // The error is for a failure to run at all (no such backend, a plugin
@@ -257,7 +265,9 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.deny(req, req.ID, id, reason, "backend", err)
 		return nil, err
 	}
-	pol := r.opts.Policy.For(id)
+	policy := r.policy() // read once: a reload does not change an exec under way
+	compiled := r.compiled.Load()
+	pol := policy.For(id)
 	if pol.Disabled {
 		err := fmt.Errorf("backend %s is disabled by policy", id)
 		r.deny(req, req.ID, id, reason, "disabled", err)
@@ -306,17 +316,21 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	}
 	// Its path rules: the top level's, then the backend's (HostFS checks
 	// them on every path, after symlinks).
-	rules, err := r.opts.Policy.PathRules(id)
+	rules, err := policy.PathRules(id)
 	if err != nil {
 		return nil, err
 	}
+	var tok string
 	if rules != nil {
-		view = view.WithRules(rules)
+		view = view.WithRules(rules).WithDenialHook(func(d workspace.Denial) { r.pathDenial("hostfs", id, tok, d) })
 	}
-	tok := r.newToken(view)
+	tok = r.newToken(view)
 	defer r.dropToken(tok)
 
 	env, err := buildEnv(pol, req.Env)
+	if err == nil {
+		compiled.secretEnv(id, env)
+	}
 	if err != nil {
 		rule := "env"
 		if strings.Contains(err.Error(), "not allowed") {
@@ -329,6 +343,26 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if err != nil {
 		r.deny(req, execID, id, reason, "kind", err)
 		return nil, err
+	}
+	if !checksCommands(id, desc) && (len(pol.Commands) > 0 || len(pol.DenyCommands) > 0) {
+		// The runtime checks what the exec starts (commandVerdict).
+		script := kind == "script"
+		started := req.Argv
+		if script && req.File != "" {
+			// The script is the file's: read through the exec's view.
+			src, _, err := view.ReadFile(ctx, req.File, maxCheckedScript)
+			if err != nil {
+				err = fmt.Errorf("backend %s: the policy lists its commands, and its script %s cannot be read to check them: %w", id, req.File, err)
+				r.deny(req, execID, id, reason, "commands", err)
+				return nil, err
+			}
+			started = []string{string(src)}
+		}
+		if rule, err := commandVerdict(pol, started, script); err != nil {
+			err = fmt.Errorf("backend %s: %w", id, err)
+			r.deny(req, execID, id, reason, rule, err)
+			return nil, err
+		}
 	}
 	limits := resolveLimits(desc, req)
 	cwd := req.Cwd
@@ -344,11 +378,18 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		Limits: limits, InputJson: req.Input, HostfsToken: tok, File: req.File,
 	}
 	if id == "shell" && req.File == "" {
-		if refused := shellRefusals(pol, scriptOf(req.Argv)); len(refused) > 0 {
+		notAllowed, denied := shellRefusals(pol, scriptOf(req.Argv))
+		for _, x := range []struct {
+			rule, why string
+			names     []string
+		}{{"commands", "not in the shell's allowed commands: ", notAllowed}, {"deny_commands", "denied to the shell: ", denied}} {
+			if len(x.names) == 0 {
+				continue
+			}
 			// The shell refuses them as it meets them (exit 126); the
 			// verdict is the policy's, recorded as the exec starts.
-			r.opts.WS.Audit(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
-				Rule: "commands", Detail: "not in the shell's allowed commands: " + strings.Join(refused, ", "), ExecID: execID,
+			r.auditRec(audit.Record{Kind: audit.KindVerdict, Verdict: audit.Denied, Door: "shell", Backend: id, Reason: reason,
+				Rule: x.rule, Detail: x.why + strings.Join(x.names, ", "), ExecID: execID,
 				Argv: req.Argv, Cwd: req.Cwd, EnvNames: envNames(env), PolicyVersion: r.policyVersion()})
 		}
 	}
@@ -364,7 +405,14 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	b.execs++
 	b.mu.Unlock()
 
+	// Secrets' values never leave in the output.
+	stdout, stderr = newRedactor(stdout, compiled), newRedactor(stderr, compiled)
 	res.Exit, res.Result = r.run(ctx, b, pc, start, limits, req, stdout, stderr)
+	flushOutput(stdout)
+	flushOutput(stderr)
+	if res.Exit != nil && len(compiled.secrets) > 0 {
+		res.Exit.Reason = compiled.redact(res.Exit.Reason)
+	}
 
 	// The exec has ended even if its caller has gone: record it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -377,7 +425,16 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	if cmd == "" {
 		cmd = scriptOf(req.Argv)
 	}
+	cmd = compiled.redact(cmd)
 	arec := r.execAudit(req, res, env, r.auditEnd(tok))
+	if len(compiled.secrets) > 0 {
+		argv := make([]string, len(arec.Argv))
+		for i, a := range arec.Argv {
+			argv[i] = compiled.redact(a)
+		}
+		arec.Argv = argv
+		arec.Detail = compiled.redact(arec.Detail)
+	}
 	rec, err := ws.EndExec(rctx, cp, fs.ExecRecord{
 		Backend: id, Command: cmd, Exit: ExitStatus(res.Exit), Paths: changedPaths(res.Changes), PathsTruncated: res.ChangesTruncated,
 		Audit: arec,
@@ -386,7 +443,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 		r.log.Error("exec checkpoint after", "id", execID, "err", err)
 		// Recorded without its states.
 		arec.Before = cp.Before()
-		r.opts.WS.Audit(*arec)
+		r.auditRec(*arec)
 	} else {
 		res.Before, res.After = rec.Before, rec.After
 	}

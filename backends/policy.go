@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -59,12 +62,22 @@ import (
 // is absent (ENOENT; EACCES on creating it), a read-only one refuses
 // changes (EROFS), through every door: HostFS and the file API check
 // the canonical path after symlinks.
+//
+// "commands" and "deny_commands" list, by name, the commands a backend
+// may and may not run: {"container": {"commands": ["git", "make", "go"],
+// "deny_commands": ["curl"]}}. The shell checks each command as it runs
+// it (exit 126); for the container the runtime checks what an exec
+// starts before starting it (argv[0], or every command a script names:
+// see BackendPolicy.Commands) and refuses the exec whole. Each refusal
+// is a verdict in the audit log.
 type Policy struct {
 	// Default is the backend for execs the rules below do not place.
 	Default  string                   `json:"default,omitempty"`
 	Backends map[string]BackendPolicy `json:"backends,omitempty"`
 	// Paths are the path rules of the file API and every backend.
 	Paths PathRules `json:"paths,omitempty"`
+	// Secrets are named secrets granted to backends (secrets.go).
+	Secrets map[string]SecretPolicy `json:"secrets,omitempty"`
 }
 
 // PathRules are path rules in the order the policy file gives them: a
@@ -167,8 +180,11 @@ func (p Policy) check() error {
 		if _, err := p.PathRules(id); err != nil {
 			return err
 		}
+		if err := checkNetwork(id, p.Backends[id]); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkSecrets(p)
 }
 
 // BackendPolicy is what one backend may reach.
@@ -185,8 +201,16 @@ type BackendPolicy struct {
 	Env map[string]string `json:"env,omitempty"`
 	// AllowEnv, when set, lists the only variables a request may pass.
 	AllowEnv []string `json:"allow_env,omitempty"`
-	// Commands, when set, lists the only commands the shell may run.
-	Commands []string `json:"commands,omitempty"`
+	// Commands, when set, lists the only commands the backend may run,
+	// and DenyCommands commands it may not (by name: "/usr/bin/curl" is
+	// "curl"). The shell checks each command as it runs it; for other
+	// backends (the container) the runtime checks what an exec starts
+	// before it starts (commandVerdict): argv[0], or every command a
+	// script names. Neither list sees what a program runs in turn (a
+	// python started in a container can run curl): they say which
+	// programs an exec may be started with, not what the sandbox holds.
+	Commands     []string `json:"commands,omitempty"`
+	DenyCommands []string `json:"deny_commands,omitempty"`
 	// Settings go to the backend's Configure (for example "network").
 	Settings map[string]string `json:"settings,omitempty"`
 	// Disabled backends are listed but never run.
@@ -194,15 +218,21 @@ type BackendPolicy struct {
 	// Paths are the backend's path rules, after the top level's (see
 	// Policy).
 	Paths PathRules `json:"paths,omitempty"`
+	// Network is "none", "host" or an allow-list run through the
+	// daemon's egress proxy (network.go); nil leaves it to the settings
+	// (the container's default is none).
+	Network *NetworkPolicy `json:"network,omitempty"`
 }
 
 // For returns the policy of backend id (the zero policy if none). Its
 // Settings, which go to the backend's Configure, also carry the policy's
-// restrictions a backend enforces itself: "commands" (comma-separated)
-// when Commands is set, and "read_only": "true" when ReadOnly is.
+// restrictions a backend enforces itself: "commands" and "deny_commands"
+// (comma-separated) when Commands or DenyCommands is set (given only to
+// a backend that describes a "commands:" feature: the runtime checks the
+// others'), and "read_only": "true" when ReadOnly is.
 func (p Policy) For(id string) BackendPolicy {
 	bp := p.Backends[id]
-	if len(bp.Commands) > 0 || bp.ReadOnly {
+	if len(bp.Commands) > 0 || len(bp.DenyCommands) > 0 || bp.ReadOnly || bp.Network != nil {
 		s := map[string]string{}
 		for k, v := range bp.Settings {
 			s[k] = v
@@ -210,8 +240,16 @@ func (p Policy) For(id string) BackendPolicy {
 		if len(bp.Commands) > 0 {
 			s["commands"] = strings.Join(bp.Commands, ",")
 		}
+		if len(bp.DenyCommands) > 0 {
+			s["deny_commands"] = strings.Join(bp.DenyCommands, ",")
+		}
 		if bp.ReadOnly {
 			s["read_only"] = "true"
+		}
+		if bp.Network != nil {
+			// "proxy" comes with "proxy_socket", which the runtime adds
+			// as it starts the backend (network.go).
+			s["network"] = bp.Network.Mode
 		}
 		bp.Settings = s
 	}
@@ -354,4 +392,87 @@ func commandsOf(script string) (names []string, ok bool, err error) {
 	})
 	sort.Strings(names)
 	return names, ok, nil
+}
+
+// checksCommands says whether backend id checks the policy's command
+// lists itself: the shell does, and any backend that describes a
+// "commands:" feature.
+func checksCommands(id string, desc *pb.Description) bool {
+	if id == "shell" {
+		return true
+	}
+	for _, f := range desc.GetFeatures() {
+		if strings.HasPrefix(f, "commands:") {
+			return true
+		}
+	}
+	return false
+}
+
+// commandVerdict checks what an exec of a backend that does not check
+// commands itself would start against pol's lists: argv[0] for an argv
+// exec, every command a script names (its literal command words, and
+// what wrappers such as env, xargs or timeout run) for a script. Shell
+// builtins are always allowed. Under an allow list, a script whose
+// command names cannot all be told ($cmd) is refused: nothing could be
+// promised of it. It returns the rule that refused ("commands" or
+// "deny_commands") and why, or "" when the exec may start.
+func commandVerdict(pol BackendPolicy, argv []string, script bool) (rule string, err error) {
+	if len(pol.Commands) == 0 && len(pol.DenyCommands) == 0 {
+		return "", nil
+	}
+	var names []string
+	if script {
+		var ok bool
+		var perr error
+		names, ok, perr = commandsOf(strings.Join(argv, " "))
+		if perr != nil {
+			return "commands", fmt.Errorf("the policy lists the commands this backend may run, and the script does not parse: %w", perr)
+		}
+		if !ok && len(pol.Commands) > 0 {
+			return "commands", errors.New("the policy lists the commands this backend may run, and the script computes a command name ($cmd), which cannot be checked")
+		}
+	} else if len(argv) > 0 {
+		names = []string{argv[0]}
+	}
+	deny := map[string]bool{}
+	for _, c := range pol.DenyCommands {
+		deny[path.Base(c)] = true
+	}
+	allow := map[string]bool{}
+	for _, c := range pol.Commands {
+		allow[path.Base(c)] = true
+	}
+	var denied, notAllowed []string
+	for _, n := range names {
+		base := path.Base(n)
+		switch {
+		case deny[base]:
+			denied = append(denied, base)
+		case script && interp.IsBuiltin(base) && !strings.Contains(n, "/"):
+		case len(allow) > 0 && !allow[base]:
+			notAllowed = append(notAllowed, base)
+		}
+	}
+	if len(denied) > 0 {
+		return "deny_commands", fmt.Errorf("the policy denies this backend the command%s %s", plural(len(denied)), strings.Join(denied, ", "))
+	}
+	if len(notAllowed) > 0 {
+		return "commands", fmt.Errorf("the command%s %s %s not in this backend's allowed commands (%s)", plural(len(notAllowed)), strings.Join(notAllowed, ", "), isAre(len(notAllowed)), strings.Join(pol.Commands, ", "))
+	}
+	return "", nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }

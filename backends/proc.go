@@ -208,7 +208,8 @@ func alive(pid int) bool {
 // not have its listener yet.
 const staleAfter = time.Minute
 
-// sweepSockets removes the socket directories (go-plugin's plugin-dir*)
+// sweepSockets removes the socket directories (go-plugin's plugin-dir*,
+// the egress proxies' egress-*)
 // that plugins of killed daemons left in the runtime directory dir: those
 // older than staleAfter where no socket answers. Daemons of other
 // workspaces share dir; their live sockets answer, and stay.
@@ -219,7 +220,7 @@ func sweepSockets(dir string) int {
 	}
 	n := 0
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "plugin-dir") {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "plugin-dir") && !strings.HasPrefix(e.Name(), "egress-") {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

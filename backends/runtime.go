@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -41,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/computerfs/computerfs/pluginapi"
@@ -72,8 +74,9 @@ type Options struct {
 	// exist and read-only ones refuse changes: fusefs, rules.go), for a
 	// backend that needs the mount and has path rules: it is given that
 	// mount instead of MountPath. Without it such a backend fails to
-	// start rather than see what its rules deny.
-	ViewMount func(id string, rules *workspace.Rules) (string, error)
+	// start rather than see what its rules deny. The view calls onDeny
+	// with each refusal its rules make (for the audit log).
+	ViewMount func(id string, rules *workspace.Rules, onDeny func(workspace.Denial)) (string, error)
 	// ForkMount, if set, gives the mountpoint of a FUSE mount of a fork
 	// of the workspace (under rules, if not nil), for a backend that
 	// needs the mount and runs an exec in that fork: it gets an instance
@@ -125,6 +128,12 @@ type Runtime struct {
 	execSeq      uint64
 	logMu        sync.Mutex
 	audit        auditState // the audit log's side (audit.go)
+	// pol is the policy in force: opts.Policy, then what SetPolicy
+	// swapped in (reload.go). An exec reads it once, as it starts.
+	pol atomic.Pointer[Policy]
+	// compiled is what pol gives the proxies and the secrets.
+	compiled atomic.Pointer[compiledPolicy]
+	egress   proxies // the egress proxies (network.go)
 }
 
 // New finds the plugins in opts.Dirs and sweeps leftovers of a previous
@@ -137,6 +146,13 @@ func New(opts Options) (*Runtime, error) {
 		return nil, errors.New("backends: no workspace")
 	}
 	r := &Runtime{opts: opts, log: opts.Logger, backends: map[string]*backend{}, forkBackends: map[string]*backend{}, tokens: map[string]*workspace.WS{}}
+	pol := opts.Policy
+	r.pol.Store(&pol)
+	c, err := compile(pol)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	r.compiled.Store(c)
 	r.rpc = wsrpc.NewServer(r.resolveToken)
 	if opts.Owner != "" {
 		if n := sweep(opts.Owner); n > 0 {
@@ -234,6 +250,9 @@ type backend struct {
 	pid      int  // of the plugin process last started
 	// stopped is the process Close stopped, for Stopped.
 	stopped *procRunner
+	// stale says the policy changed since the plugin started (SetPolicy):
+	// the next exec restarts it under the new one.
+	stale bool
 }
 
 // List describes every backend; with describe, backends not started yet
@@ -337,9 +356,13 @@ func (b *backend) ensure(ctx context.Context) (*pluginapi.Client, *pb.Descriptio
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checkAliveLocked()
-	if b.state == StateReady {
+	if b.state == StateReady && !b.stale {
 		return b.pc, b.desc, nil
 	}
+	if b.stale && b.state == StateReady {
+		b.rt.log.Info("backend restarted: its policy changed", "backend", b.id)
+	}
+	b.stale = false
 	// Checked under b.mu: Close marks the runtime closed before it takes
 	// each backend's mu, so a plugin is either started before Close kills
 	// it, or not at all.
@@ -455,7 +478,8 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if len(desc.Accepts) == 0 {
 		return fail(StageDescribe, errors.New("the plugin describes no kind of command it accepts (accepts is empty)"))
 	}
-	pol := b.rt.opts.Policy.For(b.id)
+	policy := b.rt.policy()
+	pol := policy.For(b.id)
 	// Path rules bind the mount too: a backend under them gets a view of
 	// the workspace under them, never the plain mount; one that does not
 	// need the mount gets none (HostFS, its door, checks them).
@@ -465,7 +489,7 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 	if !desc.NeedsMount {
 		base = ""
 	}
-	rules, err := b.rt.opts.Policy.PathRules(b.id)
+	rules, err := policy.PathRules(b.id)
 	if err != nil {
 		return fail(StageConfigure, err)
 	}
@@ -483,7 +507,8 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		case b.rt.opts.ViewMount == nil:
 			return fail(StageConfigure, fmt.Errorf("the policy gives %s path rules, and this host cannot mount a policy view of the workspace for it", b.id))
 		default:
-			if base, err = b.rt.opts.ViewMount(b.id, rules); err != nil {
+			id := b.id
+			if base, err = b.rt.opts.ViewMount(b.id, rules, func(d workspace.Denial) { b.rt.pathDenial("mount", id, "", d) }); err != nil {
 				return fail(StageConfigure, fmt.Errorf("policy view of the workspace: %w", err))
 			}
 		}
@@ -499,7 +524,23 @@ func (b *backend) start(ctx context.Context) (*pluginapi.Client, *pb.Description
 		mountPath = ""
 	}
 	brokerID := pc.ServeHostFS(b.rt.registerHostFS)
-	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: pol.Settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
+	settings := pol.Settings
+	if pol.Network != nil && pol.Network.Mode == "proxy" {
+		sock, err := b.rt.proxyFor(b.id)
+		if err != nil {
+			return fail(StageConfigure, fmt.Errorf("network: %w", err))
+		}
+		settings = maps.Clone(settings)
+		settings["proxy_socket"] = sock
+	}
+	if !checksCommands(b.id, desc) && (settings["commands"] != "" || settings["deny_commands"] != "") {
+		// The runtime checks them (commandVerdict); the backend need
+		// not know them.
+		settings = maps.Clone(settings)
+		delete(settings, "commands")
+		delete(settings, "deny_commands")
+	}
+	if _, err := pc.Backend.Configure(ctx, &pb.ConfigureRequest{Settings: settings, MountPath: mountPath, HostfsBrokerId: brokerID}); err != nil {
 		return fail(StageConfigure, fmt.Errorf("configure: %w", err))
 	}
 	return pc, desc, client, proc, nil
@@ -629,6 +670,7 @@ func (r *Runtime) CloseFork(fork string) {
 
 // Close kills every plugin, with its process group.
 func (r *Runtime) Close() {
+	r.flushDenials()
 	r.mu.Lock()
 	r.closed = true
 	bs := make([]*backend, 0, len(r.backends)+len(r.forkBackends))
@@ -640,6 +682,7 @@ func (r *Runtime) Close() {
 	}
 	r.mu.Unlock()
 	killAll(bs)
+	r.closeProxies()
 }
 
 // killAll kills the plugins of bs, with their process groups.

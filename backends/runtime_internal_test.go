@@ -37,16 +37,20 @@ func TestSweepSockets(t *testing.T) {
 	dead := mk("plugin-dir1", false, old)
 	live := mk("plugin-dir2", true, old)
 	fresh := mk("plugin-dir3", false, time.Now())
+	deadProxy := mk("egress-123", false, old) // a killed daemon's egress proxy
+	liveProxy := mk("egress-456", true, old)
 	other := filepath.Join(dir, "not-ours")
 	os.Mkdir(other, 0o700)
 	os.Chtimes(other, old, old)
-	if n := sweepSockets(dir); n != 1 {
-		t.Errorf("removed %d, want 1", n)
+	if n := sweepSockets(dir); n != 2 {
+		t.Errorf("removed %d, want 2", n)
 	}
-	if _, err := os.Stat(dead); !os.IsNotExist(err) {
-		t.Errorf("the dead plugin's directory is still there: %v", err)
+	for _, p := range []string{dead, deadProxy} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the dead %s is still there: %v", p, err)
+		}
 	}
-	for _, p := range []string{live, fresh, other} {
+	for _, p := range []string{live, fresh, other, liveProxy} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/containerbackend/containerinit"
 	"github.com/computerfs/computerfs/pluginapi"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -89,6 +90,7 @@ type Backend struct {
 // settings are the policy's settings for the backend (Config.Settings).
 type settings struct {
 	hostNetwork bool   // "network": "host"
+	proxySocket string // "network": "proxy": the egress proxy's socket ("proxy_socket")
 	userland    string // "rootfs": the configured root, "" for the host's
 	noSeccomp   bool   // "seccomp": "off"
 	readOnly    bool   // "read_only": "true" (from the policy's read_only)
@@ -106,8 +108,17 @@ func parseSettings(s map[string]string) (settings, error) {
 			case "", "none":
 			case "host":
 				st.hostNetwork = true
+			case "proxy":
+				st.proxySocket = s["proxy_socket"]
+				if !filepath.IsAbs(st.proxySocket) {
+					return st, errors.New(`setting "network": "proxy" needs "proxy_socket", the absolute path of the egress proxy's socket (the runtime gives it)`)
+				}
 			default:
-				return st, fmt.Errorf(`setting "network": %q is neither "none" (the default: loopback only) nor "host"`, v)
+				return st, fmt.Errorf(`setting "network": %q is neither "none" (the default: loopback only), "host" nor "proxy"`, v)
+			}
+		case "proxy_socket":
+			if s["network"] != "proxy" {
+				return st, errors.New(`setting "proxy_socket" without "network": "proxy"`)
 			}
 		case "seccomp":
 			switch v {
@@ -134,7 +145,7 @@ func parseSettings(s map[string]string) (settings, error) {
 		case "commands":
 			return st, errors.New(`the container backend cannot limit commands: the policy's "commands" is for the shell backend`)
 		default:
-			return st, fmt.Errorf(`unknown setting %q (the container backend knows "network", "rootfs", "seccomp", "pool" and "read_only")`, k)
+			return st, fmt.Errorf(`unknown setting %q (the container backend knows "network", "proxy_socket", "rootfs", "seccomp", "pool" and "read_only")`, k)
 		}
 	}
 	return st, nil
@@ -253,6 +264,14 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) (err error
 	}()
 	if err := b.stage.mountWorkspace(mountPath); err != nil {
 		return err
+	}
+	if set.proxySocket != "" {
+		if b.Init == "" {
+			return errors.New(`setting "network": "proxy" needs the container init (computerfs-container-init), which forwards the proxy into the container`)
+		}
+		if err := b.stage.bindProxy(set.proxySocket); err != nil {
+			return fmt.Errorf("egress proxy: %w", err)
+		}
 	}
 	stageInit := func(ok bool) error {
 		b.init = ""
@@ -449,6 +468,14 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	timeout := time.Duration(orDefault(lim.TimeoutMs, DefaultTimeout.Milliseconds())) * time.Millisecond
 	p := b.specParams()
 	p.env = containerEnv(st.Env)
+	if p.proxy != "" {
+		// The proxy is the only way out: its forwarder in the container
+		// (the init's, on loopback) is every client's proxy.
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
+			p.env[k] = "http://" + containerinit.ProxyAddr
+		}
+		p.env["NO_PROXY"], p.env["no_proxy"] = "localhost,127.0.0.1,::1", "localhost,127.0.0.1,::1"
+	}
 	p.cwd = path.Join("/workspace", cwd)
 	env := p.envList()
 
@@ -654,6 +681,15 @@ func containerEnv(req map[string]string) map[string]string {
 	return env
 }
 
+// proxySource is the stage's binding of the egress proxy's socket, ""
+// without one.
+func (b *Backend) proxySource() string {
+	if b.set.proxySocket == "" || b.stage == nil {
+		return ""
+	}
+	return b.stage.proxy()
+}
+
 // specParams is what every container of this backend shares.
 func (b *Backend) specParams() specParams {
 	return specParams{
@@ -662,6 +698,7 @@ func (b *Backend) specParams() specParams {
 		init:        b.init,
 		workspaceRO: b.set.readOnly,
 		hostNetwork: b.set.hostNetwork,
+		proxy:       b.proxySource(),
 		seccomp:     b.seccomp,
 		defaultPath: b.path,
 		cwd:         "/workspace",

@@ -132,6 +132,14 @@
 //     host's: it reaches what the host reaches, its 127.0.0.1 included,
 //     and can listen on the host's ports (below 1024 too: it keeps
 //     CAP_NET_BIND_SERVICE) and reach the host's abstract unix sockets.
+//     "proxy", with "proxy_socket" (both given by the runtime for a
+//     policy's network allow-list, never by the policy itself), is
+//     "none" plus a way out through the daemon's egress proxy: the
+//     socket is bound in the stage, then by runc at /dev/.computerfs-proxy
+//     in each container, whose init (--proxy) forwards 127.0.0.1:3128 to
+//     it; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and their lower-case
+//     forms) name that address, NO_PROXY loopback. Nothing else leaves
+//     the namespace: no route, no DNS (the proxy resolves names).
 //   - "rootfs": an absolute path to an existing directory that becomes the
 //     container's read-only root in place of the host's userland binds.
 //     If it is an OCI bundle (config.json and a rootfs/ directory), its

@@ -22,6 +22,10 @@ const InitBinary = "computerfs-container-init"
 // private /dev tmpfs, so nothing is created in a configured rootfs.
 const initPath = "/dev/.computerfs-init"
 
+// proxyPath is where a container finds the egress proxy's socket, which
+// its init forwards to containerinit.ProxyAddr.
+const proxyPath = "/dev/.computerfs-proxy"
+
 // initCommand is what a warm container's init gets on its control pipe.
 type initCommand = containerinit.Command
 

@@ -168,6 +168,7 @@ type specParams struct {
 	workspaceRO bool
 	init        string              // host path of the init binary; "": none
 	hostNetwork bool                // no network namespace
+	proxy       string              // the egress proxy's socket, bound at proxyPath ("": none)
 	seccomp     *specs.LinuxSeccomp // nil: none
 	defaultPath string              // PATH when env has none ("": defaultPath)
 	args        []string
@@ -215,6 +216,10 @@ func makeSpec(p specParams) *specs.Spec {
 		mounts = append(mounts, specs.Mount{Destination: initPath, Type: "bind", Source: p.init, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 		// The command comes on the control socket (fd 3, see package containerinit).
 		args = []string{initPath, InitArg, "--control", "3"}
+		if p.proxy != "" {
+			mounts = append(mounts, specs.Mount{Destination: proxyPath, Type: "bind", Source: p.proxy, Options: []string{"bind", "nosuid", "nodev", "noexec"}})
+			args = []string{initPath, InitArg, "--proxy", proxyPath, "--control", "3"}
+		}
 	}
 	for _, d := range p.binds {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})

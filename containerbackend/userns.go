@@ -238,6 +238,32 @@ func (s *stage) bindRootfsNS(dir string) error {
 }
 
 // copyInit puts a copy of the init binary in the stage.
+func (s *stage) proxy() string { return filepath.Join(s.dir, "proxy.sock") }
+
+// bindProxy binds the egress proxy's socket sock (a host path in a
+// directory the container's root cannot search) at the stage's proxy(),
+// whence runc binds it into each container.
+func (s *stage) bindProxy(sock string) error {
+	return s.ns.do(func() error {
+		fi, err := os.Stat(sock)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Type() != os.ModeSocket {
+			return fmt.Errorf("%s is not a socket", sock)
+		}
+		f, err := os.OpenFile(s.proxy(), os.O_WRONLY|os.O_CREATE, 0o444)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := unix.Mount(sock, s.proxy(), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", sock, err)
+		}
+		return nil
+	})
+}
+
 func (s *stage) copyInit(src string) error {
 	return s.ns.do(func() error { return s.copyInitNS(src) })
 }

@@ -76,6 +76,12 @@ type Options struct {
 	// Rules, if set, make the mount a policy view (rules.go): denied
 	// paths do not exist, read-only ones refuse changes.
 	Rules *workspace.Rules
+	// OnDeny, if set, hears of every refusal the Rules make (a lookup of
+	// a denied name, a change to a read-only path...), for the audit
+	// log. It is called on the request's goroutine, without locks held,
+	// and must be quick. The kernel caches a denied lookup's answer for
+	// NegativeTimeout, so a loop on one denied name reaches it once.
+	OnDeny func(workspace.Denial)
 	// Changed, if set, hears of every change made through this mount,
 	// as a Notifier does (entry name of parent, inode ino; zero parts
 	// unset): other mounts of the same workspace (policy views) must drop
@@ -439,7 +445,11 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 		if p = r.view.child(h.NodeId, name); p == "" {
 			return fuse.Status(syscall.ESTALE) // a directory renamed by another door
 		}
-		if r.view.verdict(p) == workspace.Deny || isSnapNode(h.NodeId) {
+		if isSnapNode(h.NodeId) {
+			return denyLookup(out, r)
+		}
+		if r.view.verdict(p) == workspace.Deny {
+			r.denied("lookup", p, syscall.ENOENT)
 			return denyLookup(out, r)
 		}
 	}

@@ -166,6 +166,13 @@ func (v *viewPaths) verdict(p string) workspace.Verdict {
 // nodeVerdict is the strictest verdict of node's known paths; a node
 // with none known is read-only.
 func (v *viewPaths) nodeVerdict(node uint64) workspace.Verdict {
+	out, _ := v.nodeDecision(node)
+	return out
+}
+
+// nodeDecision is nodeVerdict and the path that decided it ("" if none
+// is known).
+func (v *viewPaths) nodeDecision(node uint64) (workspace.Verdict, string) {
 	v.mu.Lock()
 	var ps []string
 	if n := v.nodes[node]; n != nil {
@@ -173,13 +180,24 @@ func (v *viewPaths) nodeVerdict(node uint64) workspace.Verdict {
 	}
 	v.mu.Unlock()
 	if len(ps) == 0 {
-		return workspace.ReadOnly
+		return workspace.ReadOnly, ""
 	}
-	out := workspace.Allow
+	out, by := workspace.Allow, ""
 	for _, p := range ps {
-		out = max(out, v.verdict(p))
+		if vp := v.verdict(p); vp > out || by == "" {
+			out, by = max(out, vp), p
+		}
 	}
-	return out
+	return out, by
+}
+
+// denied tells Options.OnDeny of a refusal of op on path p.
+func (r *rawFS) denied(op, p string, errno syscall.Errno) {
+	if r.opts.OnDeny == nil || p == "" || p == unnamed {
+		return
+	}
+	_, rule := r.view.rules.Verdict(p)
+	r.opts.OnDeny(workspace.Denial{Op: op, Path: p, Decided: p, Rule: rule, Errno: errno})
 }
 
 // denyLookup is what a lookup of a denied name answers: nothing there.
@@ -192,26 +210,28 @@ func denyLookup(out *fuse.EntryOut, r *rawFS) fuse.Status {
 // createStatus says whether the view lets name be made in dir: a denied
 // name is EACCES, a read-only one EROFS.
 func (r *rawFS) createStatus(dir uint64, name string) (string, fuse.Status) {
-	return r.nameStatus(dir, name, fuse.EACCES)
+	return r.nameStatus("create", dir, name, fuse.EACCES)
 }
 
 // removeStatus says whether name in dir may go (or be replaced): absent
 // when denied, EROFS when read-only.
 func (r *rawFS) removeStatus(dir uint64, name string) (string, fuse.Status) {
-	return r.nameStatus(dir, name, fuse.ENOENT)
+	return r.nameStatus("remove", dir, name, fuse.ENOENT)
 }
 
 // nameStatus is the view's verdict on name in dir as a status: denied
 // for a denied path, EROFS for a read-only one.
-func (r *rawFS) nameStatus(dir uint64, name string, denied fuse.Status) (string, fuse.Status) {
+func (r *rawFS) nameStatus(op string, dir uint64, name string, denied fuse.Status) (string, fuse.Status) {
 	if r.view == nil {
 		return "", fuse.OK
 	}
 	p := r.view.child(dir, name)
 	switch r.view.verdict(p) {
 	case workspace.Deny:
+		r.denied(op, p, syscall.Errno(denied))
 		return p, denied
 	case workspace.ReadOnly:
+		r.denied(op, p, syscall.EROFS)
 		return p, fuse.EROFS
 	}
 	return p, fuse.OK
@@ -222,10 +242,13 @@ func (r *rawFS) changeStatus(node uint64) fuse.Status {
 	if r.view == nil {
 		return fuse.OK
 	}
-	switch r.view.nodeVerdict(node) {
+	v, p := r.view.nodeDecision(node)
+	switch v {
 	case workspace.Deny:
+		r.denied("change", p, syscall.EACCES)
 		return fuse.EACCES
 	case workspace.ReadOnly:
+		r.denied("change", p, syscall.EROFS)
 		return fuse.EROFS
 	}
 	return fuse.OK
@@ -247,8 +270,10 @@ func (r *rawFS) movedStatus(ino fs.Ino, from, to string) fuse.Status {
 		for _, p := range []string{ef, et} {
 			switch r.view.verdict(p) {
 			case workspace.Deny:
+				r.denied("rename", p, syscall.EACCES)
 				return fuse.EACCES
 			case workspace.ReadOnly:
+				r.denied("rename", p, syscall.EROFS)
 				return fuse.EROFS
 			}
 		}

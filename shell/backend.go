@@ -23,6 +23,7 @@ const Version = "0.1.0"
 // Backend serves the shell as a plugin.
 type Backend struct {
 	allowed   map[string]bool
+	denied    map[string]bool
 	heapLimit int64 // the plugin's heap, all execs together
 	watch     watchdog
 }
@@ -76,8 +77,8 @@ func (b *Backend) Describe(context.Context) (*pb.Description, error) {
 
 func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 	for k := range cfg.Settings {
-		if k != "commands" && k != "memory" {
-			return fmt.Errorf("shell backend: unknown setting %q (known: commands, memory)", k)
+		if k != "commands" && k != "deny_commands" && k != "memory" {
+			return fmt.Errorf("shell backend: unknown setting %q (known: commands, deny_commands, memory)", k)
 		}
 	}
 	b.heapLimit = DefaultHeapLimit
@@ -95,6 +96,12 @@ func (b *Backend) Configure(_ context.Context, cfg *pluginapi.Config) error {
 		b.allowed = map[string]bool{}
 		for _, c := range strings.Split(list, ",") {
 			b.allowed[strings.TrimSpace(c)] = true
+		}
+	}
+	if list := cfg.Settings["deny_commands"]; list != "" {
+		b.denied = map[string]bool{}
+		for _, c := range strings.Split(list, ",") {
+			b.denied[strings.TrimSpace(c)] = true
 		}
 	}
 	return nil
@@ -149,7 +156,7 @@ func (b *Backend) Exec(ctx context.Context, x *pluginapi.Exec) (*pb.Exit, error)
 	out := Run(ctx, script, Options{
 		FS: fsys, Dir: st.Cwd, Env: st.Env, Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr,
 		Timeout: time.Duration(lim.TimeoutMs) * time.Millisecond, OutputBytes: lim.OutputBytes,
-		MaxCommands: lim.MaxCommands, MaxLoopIterations: lim.MaxLoopIterations, Allowed: b.allowed,
+		MaxCommands: lim.MaxCommands, MaxLoopIterations: lim.MaxLoopIterations, Allowed: b.allowed, Denied: b.denied,
 		MemoryBytes: lim.MemoryBytes,
 		watch:       &b.watch, heapLimit: heapLimit,
 	})

@@ -49,7 +49,9 @@ type Options struct {
 	MaxLoopIterations int64
 	// Allowed, when not nil, lists the only commands that may run.
 	Allowed map[string]bool
-	Now     func() time.Time
+	// Denied, when set, lists commands refused even if allowed.
+	Denied map[string]bool
+	Now    func() time.Time
 	// Args are the positional parameters ($1...), $0 is "bash".
 	Args []string
 	// MemoryBytes bounds what the script's own state may hold: its
@@ -348,7 +350,7 @@ func (rn *run) exec(ctx context.Context, args []string, depth int) (err error) {
 	if strings.Contains(name, "/") {
 		return exitStatus(rn.nested(ctx, hc, append([]string{"bash"}, args...), depth))
 	}
-	if rn.opts.Allowed != nil && !rn.opts.Allowed[name] {
+	if rn.opts.Allowed != nil && !rn.opts.Allowed[name] || rn.opts.Denied[name] {
 		fmt.Fprintf(hc.Stderr, "bash: %s: command not allowed by the backend's policy\n", name)
 		return interp.NewExitStatus(126)
 	}
@@ -402,7 +404,7 @@ func (rn *run) runCommand(ctx context.Context, e *coreutils.Env, args []string, 
 	if len(args) == 0 {
 		return 0
 	}
-	if rn.opts.Allowed != nil && !rn.opts.Allowed[args[0]] {
+	if rn.opts.Allowed != nil && !rn.opts.Allowed[args[0]] || rn.opts.Denied[args[0]] {
 		fmt.Fprintf(errw, "%s: command not allowed by the backend's policy\n", args[0])
 		return 126
 	}

@@ -169,7 +169,7 @@ func (w *WS) removeTree(ctx context.Context, parent fs.Ino, name string, ino fs.
 			case Deny:
 				continue
 			case ReadOnly:
-				return n, fmt.Errorf("%s/%s: %w", p, e.Name, &RuleError{Rule: by, Errno: syscall.EROFS})
+				return n, fmt.Errorf("%s/%s: %w", p, e.Name, w.ruleErr("remove", p+"/"+e.Name, p+"/"+e.Name, by, syscall.EROFS))
 			}
 		}
 		if e.Type == syscall.S_IFDIR {
@@ -281,9 +281,9 @@ func (w *WS) checkMoved(ctx context.Context, op, p string, ino fs.Ino, sp, dp st
 		for _, q := range []string{esp, edp} {
 			switch v, by := w.verdict(q); v {
 			case Deny:
-				return pathErr(op, p, fmt.Errorf("the directory holds a path the rules protect: %w", &RuleError{Rule: by, Errno: syscall.EACCES}))
+				return pathErr(op, p, fmt.Errorf("the directory holds a path the rules protect: %w", w.ruleErr(op, p, "", by, syscall.EACCES)))
 			case ReadOnly:
-				return pathErr(op, p, fmt.Errorf("%s: %w", q, &RuleError{Rule: by, Errno: syscall.EROFS}))
+				return pathErr(op, p, fmt.Errorf("%s: %w", q, w.ruleErr(op, p, q, by, syscall.EROFS)))
 			}
 		}
 		if e.Type == syscall.S_IFDIR {
@@ -423,7 +423,7 @@ func (w *WS) copyTree(ctx context.Context, src fs.Ino, a *fs.Attr, sp string, di
 				continue
 			}
 			if v, by := w.verdict(edp); v != Allow {
-				return n, fmt.Errorf("%s: %w", edp, &RuleError{Rule: by, Errno: map[Verdict]syscall.Errno{ReadOnly: syscall.EROFS, Deny: syscall.EACCES}[v]})
+				return n, fmt.Errorf("%s: %w", edp, w.ruleErr("copy", edp, edp, by, map[Verdict]syscall.Errno{ReadOnly: syscall.EROFS, Deny: syscall.EACCES}[v]))
 			}
 		}
 		ea, err := w.entryAttr(src, e.Name, e.Ino)

@@ -120,9 +120,9 @@ func (w *WS) rewindAllowed(op, what string, paths []string) error {
 	for _, p := range paths {
 		switch v, by := w.rules.Verdict(p); v {
 		case Deny:
-			return pathErr(op, what, fmt.Errorf("it would change a path the rules deny: %w", &RuleError{Rule: by, Errno: syscall.EACCES}))
+			return pathErr(op, what, fmt.Errorf("it would change a path the rules deny: %w", w.ruleErr(op, what, "", by, syscall.EACCES)))
 		case ReadOnly:
-			return pathErr(op, what, fmt.Errorf("it would change %s: %w", p, &RuleError{Rule: by, Errno: syscall.EROFS}))
+			return pathErr(op, what, fmt.Errorf("it would change %s: %w", p, w.ruleErr(op, what, "", by, syscall.EROFS)))
 		}
 	}
 	return nil

@@ -129,11 +129,18 @@ type compiledRule struct {
 type RuleError struct {
 	Rule  Rule
 	Errno syscall.Errno
+	// decided is the canonical workspace path a lookup was denied on,
+	// for the denial hook.
+	decided string
 }
 
 func (e *RuleError) Error() string {
-	return fmt.Sprintf("%v (path rule %q: %s)", e.Errno.Error(), e.Rule.Pattern, e.Rule.Verdict)
+	return fmt.Sprintf("%v %s%q: %s)", e.Errno.Error(), RuleErrorMarker, e.Rule.Pattern, e.Rule.Verdict)
 }
+
+// RuleErrorMarker is in the message of every error a path rule decided,
+// for what sees only the message (an error that crossed a wire).
+const RuleErrorMarker = "(path rule "
 
 // Unwrap makes errors.Is(err, e.Errno) true.
 func (e *RuleError) Unwrap() error { return e.Errno }
@@ -323,6 +330,27 @@ func (rs *Rules) Restricts(dir string) bool {
 		}
 	}
 	return false
+}
+
+// String lists rs's layers and rules: two Rules with the same string
+// decide every path alike.
+func (rs *Rules) String() string {
+	if rs == nil {
+		return "[]"
+	}
+	var b strings.Builder
+	for i, layer := range rs.layers {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		for j, c := range layer {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q: %s", c.Pattern, c.Verdict)
+		}
+	}
+	return b.String()
 }
 
 // Empty says whether rs has no rule.

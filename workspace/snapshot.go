@@ -59,7 +59,7 @@ func (w *WS) Snapshot(ctx context.Context, name string) (*WS, error) {
 	if err != nil {
 		return nil, pathErr("snapshot", name, err)
 	}
-	s := &WS{f: w.f, t: snapTree{v}, snap: name, opts: w.opts, notify: w.notify, rootIno: fs.RootIno, rootDir: "/", rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, forks: w.forks}
+	s := &WS{f: w.f, t: snapTree{v}, snap: name, opts: w.opts, notify: w.notify, rootIno: fs.RootIno, rootDir: "/", rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, onDeny: w.onDeny, forks: w.forks}
 	s.opts.ReadOnly = true
 	if w.rootDir != "/" {
 		return s.Sub(ctx, w.rootDir, true)

@@ -109,6 +109,9 @@ type WS struct {
 	// forks is what the views of a workspace share about its forks
 	// (fork.go).
 	forks *forkShared
+	// onDeny, when set, hears of every refusal a path rule makes
+	// (WithDenialHook).
+	onDeny func(Denial)
 }
 
 type notifierBox struct{ n Notifier }
@@ -141,7 +144,7 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 	if !r.attr.IsDir() {
 		return nil, pathErr("sub", dir, syscall.ENOTDIR)
 	}
-	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: r.ino, rootDir: w.full(r.path), rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, forks: w.forks}
+	s := &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: r.ino, rootDir: w.full(r.path), rules: w.rules, writeMu: w.writeMu, bufs: w.bufs, onDeny: w.onDeny, forks: w.forks}
 	s.opts.ReadOnly = w.opts.ReadOnly || readOnly
 	return s, nil
 }
@@ -150,7 +153,43 @@ func (w *WS) Sub(ctx context.Context, dir string, readOnly bool) (*WS, error) {
 // instead of w's: see rules.go. Rules name workspace paths, from the
 // workspace's root, whatever the view's root.
 func (w *WS) WithRules(rs *Rules) *WS {
-	return &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: w.rootIno, rootDir: w.rootDir, rules: rs, writeMu: w.writeMu, bufs: w.bufs, beforeReplace: w.beforeReplace, forks: w.forks}
+	return &WS{f: w.f, t: w.t, snap: w.snap, opts: w.opts, notify: w.notify, rootIno: w.rootIno, rootDir: w.rootDir, rules: rs, writeMu: w.writeMu, bufs: w.bufs, beforeReplace: w.beforeReplace, onDeny: w.onDeny, forks: w.forks}
+}
+
+// Denial is one refusal a path rule made: the operation, the path as
+// the caller gave it, the canonical workspace path the rule decided (""
+// when the refusal concerns a path below Path, such as an entry of a
+// directory being renamed) and the rule.
+type Denial struct {
+	Op, Path, Decided string
+	Rule              Rule
+	Errno             syscall.Errno
+}
+
+// WithDenialHook returns a view of w that calls h (nil for none) with
+// every refusal its path rules make, once per refused operation, before
+// the operation returns: the doors use it to put path-rule denials in
+// the audit log (issue 17). Views made from it (Sub, WithRules,
+// Snapshot) keep h. h must not call back into the view, and should be
+// quick (it runs on the caller's goroutine).
+func (w *WS) WithDenialHook(h func(Denial)) *WS {
+	s := w.WithRules(w.rules)
+	s.onDeny = h
+	return s
+}
+
+// ruleErr is the *RuleError of a refusal of op on p (as given) by rule
+// by, decided on canonical view path decided (or "" if not known), which
+// the denial hook hears of.
+func (w *WS) ruleErr(op, p, decided string, by Rule, errno syscall.Errno) *RuleError {
+	re := &RuleError{Rule: by, Errno: errno}
+	if w.onDeny != nil {
+		if decided != "" {
+			decided = w.full(decided)
+		}
+		w.onDeny(Denial{Op: op, Path: p, Decided: decided, Rule: by, Errno: errno})
+	}
+	return re
 }
 
 // Rules returns the view's path rules (nil for none).
@@ -184,7 +223,10 @@ func (w *WS) hidden(p string) bool {
 }
 
 // denied is the error of a lookup of a denied path: it looks absent.
-func denied(r Rule) error { return &RuleError{Rule: r, Errno: syscall.ENOENT} }
+// p is the view's canonical path denied.
+func (w *WS) denied(p string, r Rule) error {
+	return &RuleError{Rule: r, Errno: syscall.ENOENT, decided: w.full(p)}
+}
 
 // asCreate turns the ENOENT of a denied path into the EACCES of an
 // attempt to create or write it (whether or not it exists).
@@ -204,7 +246,7 @@ func asCreate(err error) error {
 // read-only (r is its resolution).
 func (w *WS) canChange(op, p string, r resolved) error {
 	if r.verdict == ReadOnly {
-		return pathErr(op, p, &RuleError{Rule: r.rule, Errno: syscall.EROFS})
+		return pathErr(op, p, w.ruleErr(op, p, r.path, r.rule, syscall.EROFS))
 	}
 	return nil
 }
@@ -324,6 +366,10 @@ func CleanPath(p string) (string, error) {
 func (w *WS) resolve(ctx context.Context, op, p string, follow bool) (resolved, error) {
 	r, err := w.walk(ctx, p, follow)
 	if err != nil {
+		var re *RuleError
+		if w.onDeny != nil && errors.As(err, &re) {
+			w.onDeny(Denial{Op: op, Path: p, Decided: re.decided, Rule: re.Rule, Errno: re.Errno})
+		}
 		return r, pathErr(op, p, err)
 	}
 	return r, nil
@@ -377,7 +423,7 @@ func (w *WS) walk(ctx context.Context, p string, follow bool) (resolved, error) 
 		if w.rules != nil {
 			// Before the lookup: what a denied name is must not show.
 			if v, by = w.verdict(joinStack(stack, name)); v == Deny {
-				return resolved{}, denied(by)
+				return resolved{}, w.denied(joinStack(stack, name), by)
 			}
 		}
 		a, err := w.t.Lookup(c, dir, name)
@@ -449,7 +495,7 @@ func (w *WS) result(stack []frame) (resolved, error) {
 		r.path = "/"
 	}
 	if r.verdict, r.rule = w.verdict(r.path); r.verdict == Deny {
-		return resolved{}, denied(r.rule) // the view's root itself
+		return resolved{}, w.denied(r.path, r.rule) // the view's root itself
 	}
 	return r, nil
 }

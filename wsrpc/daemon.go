@@ -55,6 +55,10 @@ type DaemonOptions struct {
 	// snapshot diff leaves out what they deny, as the file API does.
 	// Restore and undo go through WS, whose rules are its own.
 	Rules *workspace.Rules
+	// Files, if set, gives the file API's view (and so its rules) at
+	// each call, instead of WS and Rules: the daemon swaps it when the
+	// policy is reloaded.
+	Files func() *workspace.WS
 }
 
 // FuseStats are what a mount served, for Status.
@@ -354,10 +358,14 @@ func (s *DaemonServer) Snapshot(ctx context.Context, req *pb.SnapshotRequest) (*
 
 // denied says whether the file API's rules deny workspace path p.
 func (s *DaemonServer) denied(p string) bool {
-	if s.o.Rules == nil || p == "" {
+	rules := s.o.Rules
+	if s.o.Files != nil {
+		rules = s.o.Files().Rules()
+	}
+	if rules == nil || p == "" {
 		return false
 	}
-	v, _ := s.o.Rules.Verdict(p)
+	v, _ := rules.Verdict(p)
 	return v == workspace.Deny
 }
 

@@ -25,6 +25,9 @@ func rewindCode(err error) codes.Code {
 }
 
 func (s *DaemonServer) ws() (*workspace.WS, error) {
+	if s.o.Files != nil {
+		return s.o.Files(), nil
+	}
 	if s.o.WS == nil {
 		return nil, status.Error(codes.Unimplemented, "this daemon serves no file API")
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
@@ -40,22 +41,28 @@ func execLogPath(ws string) string {
 }
 
 // fileView is api as the file API (CLI, daemon socket, MCP) serves it:
-// under the policy's top-level path rules.
+// under the policy's top-level path rules, whose refusals go to the
+// audit log (door "api", coalesced: audit.Coalescer).
 func fileView(api *workspace.WS) (*workspace.WS, error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
 		return nil, err
 	}
+	return fileViewOf(api, pol, &audit.Coalescer{})
+}
+
+// fileViewOf is fileView under policy pol, its refusals through c.
+func fileViewOf(api *workspace.WS, pol backends.Policy, c *audit.Coalescer) (*workspace.WS, error) {
 	rs, err := pol.FileRules()
 	if err != nil || rs == nil {
 		return api, err
 	}
-	return api.WithRules(rs), nil
+	return api.WithRules(rs).AuditDenials("api", "", backends.PolicyVersion(pol), c), nil
 }
 
 // newRuntime makes the backend runtime of a daemon (or of a CLI holding
 // the store itself); onExec, if not nil, sees every exec's result.
-func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result), viewMount func(string, *workspace.Rules) (string, error)) (*backends.Runtime, func(), error) {
+func newRuntime(e *env, ws string, api *workspace.WS, mnt string, onExec func(*backends.Result), viewMount func(string, *workspace.Rules, func(workspace.Denial)) (string, error)) (*backends.Runtime, func(), error) {
 	pol, err := backends.LoadPolicy(policyPath())
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
@@ -115,8 +116,10 @@ type daemonConfig struct {
 	// autoAllowOther makes allowOther yes when the container backend is
 	// installed.
 	autoAllowOther bool
-	metrics        metricsFlags
-	sync           syncFlags
+	// policyPoll is how often the policy file is checked (a second if 0).
+	policyPoll time.Duration
+	metrics    metricsFlags
+	sync       syncFlags
 }
 
 // metricsFlags are the flags of the daemon's metrics listener.
@@ -228,7 +231,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	// Backends with path rules that need the mount get policy views of it.
 	views := newPolicyViews(f, c.allowOther, absMnt, e.log)
 	views.readOnly, views.noExec = c.readOnly, c.noExec
-	var viewMount func(string, *workspace.Rules) (string, error)
+	var viewMount func(string, *workspace.Rules, func(workspace.Denial)) (string, error)
 	if absMnt != "" {
 		viewMount = views.mount
 	}
@@ -261,9 +264,14 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			srv.SnapshotsChanged(name)
 		}
 	}
-	files, err := fileView(api)
-	if err != nil {
+	// The file API's view: the policy's top-level rules, swapped when
+	// the policy file changes (WatchPolicy below).
+	var files atomic.Pointer[workspace.WS]
+	apiDenials := &audit.Coalescer{}
+	if fv, err := fileViewOf(api, rt.Policy(), apiDenials); err != nil {
 		return err
+	} else {
+		files.Store(fv)
 	}
 	// Forks: a backend that needs the mount gets a mount of the fork it
 	// runs in; before a fork is merged or discarded, they let go of it.
@@ -276,9 +284,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		defer cancel()
 		views.closeFork(uctx, fork)
 	})
-	dopts.Rules = files.Rules()
-	dopts.WS = files // restore and undo obey the file API's rules
-	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files, nil })), e.log,
+	dopts.Files = files.Load // restore, undo and diffs obey the file API's rules
+	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files.Load(), nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
 		return err
@@ -295,6 +302,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	}
 	if mnt != "" {
 		abs, _ := filepath.Abs(ws)
+		// Views a killed daemon left at this mountpoint go first.
+		detachStaleViews(mnt, e.log)
 		srv, err = fusefs.Mount(f, mnt, fusefs.Options{AllowOther: c.allowOther, ReadOnly: c.readOnly, NoExec: c.noExec, Debug: c.debug, Logger: e.log, FsName: abs, Observer: m, Changed: views.fromMain})
 		if err != nil {
 			return err
@@ -313,6 +322,21 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	if err != nil {
 		return err
 	}
+	// The policy file is watched: a change is checked and swapped in
+	// (backends.Runtime.WatchPolicy), a bad file refused.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		rt.WatchPolicy(watchCtx, policyPath(), c.policyPoll, func(pol backends.Policy) {
+			fv, err := fileViewOf(api, pol, apiDenials)
+			if err != nil {
+				e.log.Error("file API rules of the new policy", "err", err) // checked by SetPolicy: not reached
+				return
+			}
+			files.Store(fv)
+		})
+	}()
 	ready(nil)
 	undo = nil // live: the shutdown below stops it all
 	live := "serving " + ws + " on " + ctl.Path()
@@ -331,6 +355,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	case <-ctx.Done():
 		e.log.Info("stopping", "err", context.Cause(ctx))
 	}
+	stopWatch()
+	<-watchDone
 	if err := sd.notify("STOPPING=1\nSTATUS=stopping: backends, then the mount, then the store"); err != nil {
 		e.log.Warn("stopping not sent", "err", err)
 	}
@@ -525,6 +551,9 @@ func runUmount(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("unmount %s: %w: %s", mnt, err, strings.TrimSpace(string(out)))
 		}
 	}
+	// A killed daemon's policy views stay mounted, dead, as its main
+	// mount did: they go too (a live daemon unmounts its own as it stops).
+	defer detachStaleViews(mnt, e.log)
 	if daemon == 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,68 @@ func TestPathRulesThroughDaemon(t *testing.T) {
 	// reach its view's kernel cache).
 	if r := exec("container", "cat vendor/lib.go"); r.stdout != "changed\n" {
 		t.Errorf("container after the shell's write: %v", r)
+	}
+
+	// Every door's refusal of .env is in `audit --denied`, with its rule
+	// and door: the container's `cat .env` (its policy view), the
+	// shell's (HostFS), the file API's; vendor's EROFS in the container.
+	r = cli(t, home, "audit", "-w", ws, "--denied", "--json")
+	var denied []struct {
+		Door, Backend, Rule, Path, Detail string
+		ExecID                            string `json:"exec_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &denied); err != nil {
+		t.Fatalf("audit --denied --json: %v %v", err, r)
+	}
+	seen := map[string]bool{}
+	for _, d := range denied {
+		seen[d.Door+" "+d.Backend+" "+d.Rule+" "+d.Path] = true
+		if strings.Contains(d.Detail, secret) {
+			t.Errorf("a secret in the log: %+v", d)
+		}
+		if d.Door == "mount" && d.ExecID == "" {
+			t.Errorf("the container's refusal names no exec: %+v", d)
+		}
+	}
+	for _, want := range []string{
+		`mount container paths["**/.env"]=deny /proj/.env`,
+		`mount container paths["/proj/vendor/**"]=read_only /proj/vendor/lib.go`,
+		`hostfs shell paths["**/.env"]=deny /proj/.env`,
+		`api  paths["**/.env"]=deny /proj/.env`,
+	} {
+		if !seen[want] {
+			t.Errorf("audit --denied lacks %q: %v", want, seen)
+		}
+	}
+	if r := cli(t, home, "audit", "-w", ws, "--denied"); r.code != 0 || !strings.Contains(r.stdout, `paths["**/.env"]=deny`) {
+		t.Errorf("audit --denied: %v", r)
+	}
+}
+
+// TestDenialFloodOffline: a script looping on a denied path with one-off
+// CLI runs (no daemon: each run opens the store itself) leaves one
+// record of it in the audit log, not one a run.
+func TestDenialFloodOffline(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws.cfs")
+	createStore(t, ws)
+	if r := fsRun(t, home, ws, "SECRET\n", "write", "/.env"); r.code != 0 {
+		t.Fatalf("write: %v", r)
+	}
+	if err := os.WriteFile(filepath.Join(home, "policy.json"), []byte(`{"paths": {"**/.env": "deny"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if r := fsRun(t, home, ws, "", "cat", "/.env"); r.code == 0 || strings.Contains(r.stdout, "SECRET") {
+			t.Fatalf("cat .env: %v", r)
+		}
+	}
+	r := cli(t, home, "audit", "-w", ws, "--denied", "--json")
+	var recs []struct{ Door, Rule, Path string }
+	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+		t.Fatalf("audit: %v %v", err, r)
+	}
+	if len(recs) != 1 || recs[0].Door != "api" || recs[0].Rule != `paths["**/.env"]=deny` || recs[0].Path != "/.env" {
+		t.Errorf("records of 5 refusals in a loop: %+v", recs)
 	}
 }

@@ -7,11 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
+	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // policyViews are the daemon's policy views of the workspace: for each
@@ -33,6 +37,8 @@ type policyViews struct {
 	mu    sync.Mutex
 	main  *fusefs.Server            // the plain mount, once up
 	views map[string]*fusefs.Server // by backend
+	rules map[string]string         // the rules each view was mounted with (Rules.String)
+	seq   int                       // names the mountpoints of remounted views
 	dir   string                    // holds their mountpoints
 	// forks are the mounts of forks (for backends that need the mount
 	// and run an exec in a fork), by fork ‖ "/" ‖ backend.
@@ -45,7 +51,7 @@ type forkMount struct {
 }
 
 func newPolicyViews(f *fs.FS, allowOther bool, fsName string, log *slog.Logger) *policyViews {
-	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}, forks: map[string]*forkMount{}}
+	return &policyViews{f: f, allowOther: allowOther, fsName: fsName, log: log, views: map[string]*fusefs.Server{}, rules: map[string]string{}, forks: map[string]*forkMount{}}
 }
 
 // setMain records the plain mount, and whether other users may use it
@@ -58,25 +64,51 @@ func (v *policyViews) setMain(s *fusefs.Server, allowOther bool) {
 
 // mount returns the mountpoint of backend id's view, mounting it the
 // first time (backends.Options.ViewMount).
-func (v *policyViews) mount(id string, rules *workspace.Rules) (string, error) {
+//
+// A view mounted under other rules (the policy was reloaded: the backend
+// restarts, so nothing binds the old view any more) is unmounted, and
+// one under the new rules mounted at a new mountpoint.
+func (v *policyViews) mount(id string, rules *workspace.Rules, onDeny func(workspace.Denial)) (string, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if s, ok := v.views[id]; ok {
+		if v.rules[id] == rules.String() {
+			v.mu.Unlock()
+			return s.Mountpoint(), nil
+		}
+		delete(v.views, id)
+		v.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			v.log.Error("unmount a policy view of old rules", "backend", id, "mountpoint", s.Mountpoint(), "err", err)
+		}
+		os.Remove(s.Mountpoint())
+		v.log.Info("policy view unmounted: its rules changed", "backend", id, "mountpoint", s.Mountpoint())
+		v.mu.Lock()
+	}
+	defer v.mu.Unlock()
+	if s, ok := v.views[id]; ok { // mounted meanwhile
 		return s.Mountpoint(), nil
 	}
 	if err := v.dirLocked(); err != nil {
 		return "", err
 	}
 	mnt := filepath.Join(v.dir, id)
+	if _, remount := v.rules[id]; remount {
+		v.seq++
+		mnt = filepath.Join(v.dir, fmt.Sprintf("%s.%d", id, v.seq))
+	}
 	if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
-	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + " policy view)", Rules: rules, ReadOnly: v.readOnly, NoExec: v.noExec,
+	s, err := fusefs.Mount(v.f, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (" + id + viewSuffix, Rules: rules, OnDeny: onDeny, ReadOnly: v.readOnly, NoExec: v.noExec,
 		Changed: func(parent fs.Ino, name string, ino fs.Ino) { v.tell(id, parent, name, ino) }})
 	if err != nil {
 		return "", fmt.Errorf("policy view of %s: %w", id, err)
 	}
 	v.views[id] = s
+	v.rules[id] = rules.String()
 	v.log.Info("policy view mounted", "backend", id, "mountpoint", mnt)
 	return mnt, nil
 }
@@ -221,9 +253,52 @@ func (v *policyViews) close(ctx context.Context) {
 		}
 	}
 	if dir != "" {
-		for id := range views {
-			os.Remove(filepath.Join(dir, id))
+		for _, s := range views {
+			os.Remove(s.Mountpoint())
 		}
 		os.Remove(dir)
 	}
+}
+
+// viewSuffix ends the FUSE source of every policy view (Options.FsName:
+// the plain mount's mountpoint, then " (ID policy view)").
+const viewSuffix = " policy view)"
+
+// detachStaleViews detaches the policy views of mountpoint mnt left by a
+// daemon that is gone (killed: their FUSE connection answers statfs with ENOTCONN),
+// and removes their mountpoints; it returns how many it detached. A live
+// daemon's views answer, and are left alone. umount of the plain mount
+// calls it, and so does the next mount at mnt.
+func detachStaleViews(mnt string, log *slog.Logger) int {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return 0
+	}
+	mounts, err := mountinfo.Read("/proc/self/mountinfo")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range mounts {
+		if m.FSType != "fuse.computerfs" || !strings.HasPrefix(m.Source, abs+" (") || !strings.HasSuffix(m.Source, viewSuffix) {
+			continue
+		}
+		// statfs always goes to the daemon (stat may be answered from
+		// the kernel's cache): a dead one's connection says ENOTCONN.
+		var st unix.Statfs_t
+		if err := unix.Statfs(m.Point, &st); !errors.Is(err, unix.ENOTCONN) {
+			continue // served: a live daemon's
+		}
+		if err := unix.Unmount(m.Point, unix.MNT_DETACH); err != nil {
+			log.Warn("detach a stale policy view", "mountpoint", m.Point, "err", err)
+			continue
+		}
+		n++
+		os.Remove(m.Point)
+		if dir := filepath.Dir(m.Point); strings.HasPrefix(filepath.Base(dir), "computerfs-views-") {
+			os.Remove(dir) // once empty
+		}
+		log.Info("detached a stale policy view of a daemon that is gone", "mountpoint", m.Point, "view", m.Source)
+	}
+	return n
 }

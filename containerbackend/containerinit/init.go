@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +54,10 @@ var forwarded = []os.Signal{
 // SIGTERM), reaps orphans, and returns the command's exit code, or
 // 128+signal.
 //
+// With "--proxy SOCKET" first, it forwards ProxyAddr (on the container's
+// loopback) to the unix socket SOCKET, the daemon's egress proxy, for
+// the container's life.
+//
 // With the arguments "--control N" it is a warm container's init: it
 // reads the command (argv, environment, directory) as one JSON line from
 // fd N, then "signal S" lines to forward.
@@ -65,6 +70,14 @@ func Main(argv []string) int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
+
+	if len(argv) >= 2 && argv[0] == "--proxy" {
+		if err := forwardProxy(argv[1]); err != nil {
+			fmt.Fprintf(os.Stderr, "computerfs init: egress proxy: %v\n", err)
+			return 126
+		}
+		argv = argv[2:]
+	}
 
 	if len(argv) == 2 && argv[0] == "--control" {
 		fd, err := strconv.Atoi(argv[1])
@@ -262,4 +275,45 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", os.ErrNotExist
+}
+
+// ProxyAddr is where a container's processes find the egress proxy:
+// HTTP_PROXY and HTTPS_PROXY name it.
+const ProxyAddr = "127.0.0.1:3128"
+
+// forwardProxy listens on ProxyAddr and copies each connection to and
+// from a new connection to the unix socket sock. Its goroutines end with
+// the container (init is its PID 1).
+func forwardProxy(sock string) error {
+	ln, err := net.Listen("tcp", ProxyAddr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("unix", sock)
+				if err != nil {
+					fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ncomputerfs: the egress proxy cannot be reached: %v\n", err)
+					return
+				}
+				defer up.Close()
+				done := make(chan struct{})
+				go func() {
+					io.Copy(up, c)
+					up.(*net.UnixConn).CloseWrite()
+					close(done)
+				}()
+				io.Copy(c, up)
+				c.(*net.TCPConn).CloseWrite()
+				<-done
+			}()
+		}
+	}()
+	return nil
 }

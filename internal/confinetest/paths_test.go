@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/audit"
 	"github.com/computerfs/computerfs/backends"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/workspace"
@@ -116,6 +117,8 @@ export default async () => { const out = []; for (const [n, f] of [
 		{"shell", "read-only vendor", []string{"echo pwned > vendor/lib.go; rm vendor/lib.go; mv vendor v2; touch vendor/new; chmod 600 vendor/lib.go"}, []string{"ead-only file system"}},
 		{"js", "read", []string{jsRead("/work/.env", "/work/env-link", "/work/app/.env", "/work/app-link/.env", "/work/up-env", "/work/app/k.pem", "/.env")}, []string{"ENOENT"}},
 		{"js", "write", []string{jsWrite}, []string{"write in out: ok", "write outside out: EROFS", "write .env: EACCES"}},
+		// A flood: the log gets one record of it (audit.Coalescer).
+		{"shell", "loop on .env", []string{"i=0; while [ $i -lt 500 ]; do cat .env 2>/dev/null; i=$((i+1)); done; echo looped"}, []string{"looped"}},
 	}
 	if withPython {
 		cells = append(cells,
@@ -157,7 +160,7 @@ export default async () => { const out = []; for (const [n, f] of [
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := ws.WithRules(rs)
+	api := ws.WithRules(rs).AuditDenials("api", "", backends.PolicyVersion(pol), &audit.Coalescer{})
 	for _, p := range []string{"/work/.env", "/work/env-link", "/work/app-link/.env", "/work/up-env", "/work/app/k.pem"} {
 		if _, _, err := api.ReadFile(ctx, p, 0); !errors.Is(err, syscall.ENOENT) {
 			t.Errorf("file API read %s: %v", p, err)
@@ -169,6 +172,8 @@ export default async () => { const out = []; for (const [n, f] of [
 	if g, err := api.Grep(ctx, "/", workspace.GrepOptions{Pattern: pathSecret, Mode: "files"}); err != nil || len(g.Files) != 0 {
 		t.Errorf("file API grep: %+v, %v", g.Files, err)
 	}
+
+	checkDenialsAudited(t, ws, withPython)
 
 	// Judged from the host: the protected files as they were, where they
 	// were, and no new file the rules deny.
@@ -218,5 +223,62 @@ func writeHost(t *testing.T, p, data string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkDenialsAudited: every door's refusals of the ".env" rule are in
+// the audit log, with their rule, door, backend and exec; the shell's
+// loop of 500 refusals left one record (and its exec counts them all).
+func checkDenialsAudited(t *testing.T, ws *workspace.WS, withPython bool) {
+	t.Helper()
+	recs, err := ws.AuditRecords(context.Background(), audit.Query{Denied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const envRule = `paths["**/.env"]=deny`
+	seen := map[string]bool{}
+	loopExec := ""
+	execs, err := ws.AuditRecords(context.Background(), audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range execs {
+		if r.Kind == audit.KindExec && len(r.Argv) > 0 && strings.Contains(r.Argv[0], "looped") {
+			loopExec = r.ExecID
+			if r.Denials < 500 {
+				t.Errorf("the loop's exec record counts %d denials, want >= 500", r.Denials)
+			}
+		}
+	}
+	loopRecs := 0
+	for _, r := range recs {
+		if strings.Contains(r.Detail, pathSecret) {
+			t.Errorf("a secret in the log: %+v", r)
+		}
+		if r.Rule != envRule {
+			continue
+		}
+		if r.Door == "hostfs" && r.ExecID == "" {
+			t.Errorf("a HostFS refusal names no exec: %+v", r)
+		}
+		if r.Path == "" || !strings.HasPrefix(r.Path, "/") {
+			t.Errorf("a refusal of the .env rule names no path: %+v", r)
+		}
+		seen[r.Door+"/"+r.Backend] = true
+		if loopExec != "" && r.ExecID == loopExec {
+			loopRecs++
+		}
+	}
+	want := []string{"hostfs/shell", "hostfs/js", "api/"}
+	if withPython {
+		want = append(want, "hostfs/pyupper")
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("no refusal of %s by %s in the audit log (seen %v)", envRule, w, seen)
+		}
+	}
+	if loopExec == "" || loopRecs != 1 {
+		t.Errorf("the loop's refusals: %d records (exec %q), want 1", loopRecs, loopExec)
 	}
 }
