@@ -22,7 +22,8 @@ import (
 // as opaque, except through the methods below.
 type TreeRecord struct {
 	// Bucket is the versioned bucket's id (versions.ID): 1 inodes,
-	// 2 dirents, 3 fchunks, 4 xattrs, 5 fsums.
+	// 2 dirents, 3 fchunks, 4 xattrs (5, fsums, is format 6's: from
+	// format 7 a file's chunk-list summary is in its inode record).
 	Bucket     byte
 	Key, Value []byte
 }
@@ -33,10 +34,9 @@ const (
 	RecDirents = 2
 	RecChunks  = 3
 	RecXattrs  = 4
-	RecSums    = 5
 )
 
-var treeBuckets = [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketSums}
+var treeBuckets = [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs}
 
 func treeBucket(id byte) []byte {
 	if id < 1 || int(id) > len(treeBuckets) {
@@ -482,10 +482,6 @@ func CheckTree(recs []TreeRecord, chunkSize int) error {
 			}
 			if _, ok := attrs[keyIno(r.Key)]; !ok {
 				return fmt.Errorf("xattr of inode %d: %w: no such inode", keyIno(r.Key), errBadRecord)
-			}
-		case RecSums:
-			if len(r.Key) != 8 || len(r.Value) != 16 {
-				return fmt.Errorf("summary record %x: %w", r.Key, errBadRecord)
 			}
 		default:
 			return fmt.Errorf("record of bucket %d: %w", r.Bucket, errBadRecord)
