@@ -143,3 +143,17 @@ func (c *chunkCache) release(e *cacheEntry) {
 		c.recycleLocked(e.data)
 	}
 }
+
+// dropAll evicts every entry; held ones keep their buffers until released.
+func (c *chunkCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.order {
+		delete(c.byID, e.id)
+		e.gone = true
+		if e.refs == 0 {
+			c.recycleLocked(e.data)
+		}
+	}
+	c.order = c.order[:0]
+}

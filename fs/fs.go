@@ -86,6 +86,10 @@ type Options struct {
 	ChunkSize int
 	// BufferBytes bounds the memory of in-flight chunk buffers (64 MiB if 0).
 	BufferBytes int
+	// PageBytes bounds the memory of the pages kept by sparse slots,
+	// writes over parts of stored chunks (BufferBytes/2 if 0): when they
+	// fill it, the sparse slots are merged and committed.
+	PageBytes int
 	// CommitInterval is the longest a change waits for a commit when no
 	// fsync asks for one (100ms if 0).
 	CommitInterval time.Duration
@@ -131,7 +135,13 @@ type FS struct {
 	freeBufs [][]byte
 	bufCount int // buffers allocated
 	bufMax   int
-	pending  int // slots sealed but not yet prepared
+	// bufReserve buffers are the workers' alone (see mergeBase).
+	bufReserve int
+	pending    int // slots sealed but not yet prepared
+	// pages of sparse slots (data.go)
+	freePages [][]byte
+	pageCount int // pages in use
+	pageMax   int
 
 	// commit pipeline
 	snapTaken uint64 // snapshots taken
@@ -190,6 +200,11 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		bufBytes = 64 << 20
 	}
 	f.bufMax = max(bufBytes/f.chunkSize, 8)
+	pageBytes := opts.PageBytes
+	if pageBytes == 0 {
+		pageBytes = bufBytes / 2
+	}
+	f.pageMax = max(pageBytes/pageSize, 64)
 	if err := f.load(opts); err != nil {
 		return nil, err
 	}
@@ -197,6 +212,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	f.bufReserve = max(1, min(workers, f.bufMax/8))
 	for range workers {
 		f.wg.Add(1)
 		go f.worker()
@@ -458,6 +474,7 @@ func (f *FS) Close() error {
 	}
 	err := f.syncAllLocked(context.Background())
 	f.closed = true
+	f.cond.Broadcast() // a worker waiting for a buffer gives up waiting
 	f.mu.Unlock()
 	close(f.stop)
 	f.wg.Wait()

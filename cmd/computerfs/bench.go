@@ -62,7 +62,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 		fl.StringVar(&jsonPath, "json", "", "also write the full report, every sample included, as JSON to this file")
 		fl.StringVar(&svgPath, "svg", "", "also write a bar chart of the ratios to the baseline as SVG to this file")
 		fl.Var(&extra, "target", "add a target directory, as NAME=DIR (repeatable)")
-		fl.StringVar(&targetsList, "targets", strings.Join(bench.DefaultTargets(), ","), "the built-in targets to use, comma-separated (computerfs, ext4, tmpfs)")
+		fl.StringVar(&targetsList, "targets", strings.Join(bench.DefaultTargets(), ","), "the built-in targets to use, comma-separated (computerfs, ext4, tmpfs, nopt1m)")
 		fl.StringVar(&baseline, "baseline", bench.TargetExt4, "the target that ratios are relative to")
 		fl.StringVar(&scratch, "scratch", "", "directory for inputs, the ext4 target and the computerfs store (default: an ext4 temp directory)")
 		fl.Var(&jobs, "job", "also run this fio job file (repeatable); bench/jobs/*.fio are built in")
