@@ -157,3 +157,24 @@ func (c *chunkCache) dropAll() {
 	}
 	c.order = c.order[:0]
 }
+
+// add caches a copy of data, the verified plaintext of chunk id, unless
+// it is cached or being decoded already.
+func (c *chunkCache) add(id chunkstore.ID, data []byte) {
+	c.mu.Lock()
+	if c.byID[id] != nil || c.loading[id] != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	buf := c.buffer(len(data))
+	copy(buf, data)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID[id] != nil || c.loading[id] != nil {
+		c.recycleLocked(buf)
+		return
+	}
+	e := c.putLocked(id, buf)
+	e.refs--
+}

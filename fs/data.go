@@ -41,6 +41,10 @@ type slot struct {
 	prep    chunkstore.Prepared
 	hole    bool // all zeros: committed as the absence of a chunk
 	shared  bool // refers to a stored chunk by ID (copy_file_range)
+	// relieve: sealed to relieve the page budget (relievePagesLocked).
+	relieve bool
+	// merged: was sparse, merged by a worker.
+	merged bool
 	// superseded: replaced or dropped; its memory returns to the pools
 	// when nobody uses it any more.
 	superseded bool
@@ -87,12 +91,10 @@ func (f *FS) reservePagesLocked(ctx context.Context, need int) error {
 		if f.broken != nil {
 			return syscall.EIO
 		}
-		for _, n := range f.dirty {
-			for _, s := range n.slots {
-				if s.hasBase {
-					f.sealLocked(s)
-				}
-			}
+		if !f.relievePagesLocked() && f.pagesSealed == 0 {
+			// Pages held by slots that are not sparse any more cannot
+			// be: nothing to wait for.
+			return nil
 		}
 		f.kickCommit()
 		if err := f.waitLocked(ctx); err != nil {
@@ -100,6 +102,31 @@ func (f *FS) reservePagesLocked(ctx context.Context, need int) error {
 		}
 	}
 	return nil
+}
+
+// relievePagesLocked seals the sparse slots holding the most pages while
+// the pages of dirty slots fill more than half the budget, so that the
+// workers merge them in the background and writers rarely wait for the
+// budget. It reports whether it sealed any.
+func (f *FS) relievePagesLocked() bool {
+	sealed := false
+	for f.pageCount-f.pagesSealed > f.pageMax*3/4 {
+		var big *slot
+		for _, n := range f.dirty {
+			for _, s := range n.slots {
+				if s.state == slotDirty && s.hasBase && (big == nil || len(s.pages) > len(big.pages)) {
+					big = s
+				}
+			}
+		}
+		if big == nil || len(big.pages) == 0 {
+			return sealed
+		}
+		big.relieve = true
+		f.sealLocked(big)
+		sealed = true
+	}
+	return sealed
 }
 
 // waitLocked waits on cond, waking early when ctx is cancelled.
@@ -168,6 +195,9 @@ func (f *FS) freePagesLocked(s *slot) {
 	if len(s.pages) == 0 {
 		return
 	}
+	if s.state == slotSealed {
+		f.pagesSealed -= len(s.pages)
+	}
 	for _, p := range s.pages {
 		f.pageCount--
 		if len(f.freePages) < f.pageMax {
@@ -197,6 +227,9 @@ func (f *FS) sealLocked(s *slot) {
 	}
 	s.state = slotSealed
 	f.pending++
+	if s.hasBase {
+		f.pagesSealed += len(s.pages)
+	}
 	// The queue is a slice under mu, not a channel: sealing must never
 	// block or release mu, since callers iterate over maps while they seal.
 	f.queue = append(f.queue, s)
@@ -234,6 +267,11 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	s.prep, s.hole = p, hole
 	if hole {
 		f.freeBufLocked(s)
+	}
+	if s.relieve {
+		// Sealed to relieve the page budget: nobody else asks for its
+		// commit, and a writer may be waiting for it.
+		f.kickCommit()
 	}
 }
 
@@ -327,7 +365,7 @@ func (f *FS) mergeBase(s *slot) bool {
 	defer f.mu.Unlock()
 	s.frame, s.buf = frame, buf
 	f.freePagesLocked(s)
-	s.hasBase, s.baseLen = false, 0
+	s.hasBase, s.baseLen, s.merged = false, 0, true
 	f.cond.Broadcast()
 	return true
 }
@@ -903,6 +941,9 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				continue
 			}
 			f.writeSparseLocked(s, inChunk, data[written:written+piece])
+			if f.pageCount-f.pagesSealed > f.pageMax*3/4 {
+				f.relievePagesLocked()
+			}
 		} else {
 			s.write(inChunk, data[written:written+piece])
 		}

@@ -87,7 +87,7 @@ type Options struct {
 	// BufferBytes bounds the memory of in-flight chunk buffers (64 MiB if 0).
 	BufferBytes int
 	// PageBytes bounds the memory of the pages kept by sparse slots,
-	// writes over parts of stored chunks (BufferBytes/2 if 0): when they
+	// writes over parts of stored chunks (BufferBytes if 0): when they
 	// fill it, the sparse slots are merged and committed.
 	PageBytes int
 	// CommitInterval is the longest a change waits for a commit when no
@@ -139,9 +139,10 @@ type FS struct {
 	bufReserve int
 	pending    int // slots sealed but not yet prepared
 	// pages of sparse slots (data.go)
-	freePages [][]byte
-	pageCount int // pages in use
-	pageMax   int
+	freePages   [][]byte
+	pageCount   int // pages in use
+	pagesSealed int // of which in sealed slots, waiting for a worker
+	pageMax     int
 
 	// commit pipeline
 	snapTaken uint64 // snapshots taken
@@ -202,7 +203,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	f.bufMax = max(bufBytes/f.chunkSize, 8)
 	pageBytes := opts.PageBytes
 	if pageBytes == 0 {
-		pageBytes = bufBytes / 2
+		pageBytes = bufBytes
 	}
 	f.pageMax = max(pageBytes/pageSize, 64)
 	if err := f.load(opts); err != nil {
