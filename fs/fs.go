@@ -23,12 +23,17 @@
 // fills a slot's buffer; a full slot is sealed and handed to a worker pool
 // that hashes (BLAKE3) and compresses it off the request path; the
 // committer then stores the prepared chunk. All-zero chunks become holes.
-// A write over part of a stored chunk does not read it: the slot keeps the
-// chunk as its base, showing through the pages not written whole, and the
-// worker merges it before hashing. Slots nobody writes to are sealed by
-// the committer's tick. Buffers come from a fixed pool: when it runs dry,
-// writers wait while the committer drains slots (backpressure), so memory
-// is bounded.
+// A write over part of a stored chunk neither reads it nor takes a chunk
+// buffer: its slot is sparse, keeping only the 4 KiB pages written, with
+// the stored chunk as its base showing through the others; reads combine
+// the two, and a worker merges them into a buffer when the slot is
+// sealed. So a database's or a random writer's 4 KiB write costs about
+// 4 KiB until its chunk is sealed: at the chunk's end, fsync, close,
+// after a second without writes, or, the sparse slots with the most
+// pages first, as the page budget fills. Other slots nobody writes to
+// are sealed by the committer's next tick. Buffers and pages come from
+// fixed pools: when one runs dry, writers wait while the pipeline drains
+// (backpressure), so memory is bounded.
 //
 // Reads decode and verify stored chunks into a small cache of recycled
 // buffers. A read that goes on where the last one on the node stopped (or
