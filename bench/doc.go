@@ -10,8 +10,16 @@
 //     and untimed cleanup) and the inputs they share, made once per run in
 //     an ext4 scratch directory;
 //   - the targets: mounting a fresh workspace in-process with fs.Open and
-//     fusefs.Mount, mounting a tmpfs, choosing an ext4 directory, and
-//     tearing all of them down;
+//     fusefs.Mount, mounting a tmpfs, choosing an ext4 directory, mounting
+//     nopt1m (go-fuse's loopback over ext4 with kernel passthrough off and
+//     1 MiB writes: every byte through its daemon, the limit a
+//     daemon-served filesystem is measured against), and tearing all of
+//     them down;
+//   - the data-path rows (data/*: fio 4 KiB random writes and cold random
+//     reads, 256 MiB cold sequential read and sequential write, a SQLite
+//     workload); cold means the page cache dropped and, on computerfs,
+//     the daemon's chunk cache and its map of the store too
+//     (fs.FS.DropCaches);
 //   - the runner: targets interleaved (A B C A B C ...), one uncounted
 //     warm-up round, then the median, minimum and maximum of N runs and
 //     each target's ratio to the baseline (ext4);

@@ -154,9 +154,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tw.write(bw)
 	}
 	if len(rates) > 0 {
-		fmt.Fprintf(bw, "\nJob files: jobs/ is the Go engine, fio/ the real fio; throughput (higher is better); ratio = median MiB/s / %s median MiB/s;\nIOPS and latency percentiles are medians over the runs\n", r.Baseline)
+		fmt.Fprintf(bw, "\nJob files: jobs/ is the Go engine, fio/ the real fio (data/ rows too); throughput in MiB/s, or IOPS for 4 KiB rows (higher is better);\nratio = median / %s median; IOPS and latency percentiles are medians over the runs\n", r.Baseline)
 		tw := &table{right: []bool{false, false, true, true, true, true, true, true, true, true}}
-		tw.row("JOB FILE", "TARGET", "MiB/s", "MIN", "MAX", "RATIO", "IOPS", "p50", "p99", "p99.9")
+		tw.row("JOB FILE", "TARGET", "RATE", "MIN", "MAX", "RATIO", "IOPS", "p50", "p99", "p99.9")
 		for _, wr := range rates {
 			for i, tr := range wr.Results {
 				name := wr.Name
@@ -175,7 +175,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 					return math.NaN()
 				}
 				tw.row(name, tr.Target,
-					formatNumber(p.Median), formatNumber(p.Min), formatNumber(p.Max), formatRatio(tr.Ratio),
+					formatPrimary(wr.Primary, p.Median), formatNumber(p.Min), formatNumber(p.Max), formatRatio(tr.Ratio),
 					formatNumber(med(MetricIOPS)), formatMicros(med(MetricP50)), formatMicros(med(MetricP99)), formatMicros(med(MetricP999)))
 			}
 		}

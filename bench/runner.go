@@ -104,6 +104,9 @@ func Select(cfg Config) (*Catalog, error) {
 	if cfg.Fio && !haveFio {
 		c.Notes = append(c.Notes, "fio is not installed (Debian: apt-get install fio): the job files ran only with the Go engine")
 	}
+	data, notes := DataWorkloads()
+	all = append(all, data...)
+	c.Notes = append(c.Notes, notes...)
 	for _, s := range srcs {
 		all = append(all, JobWorkload(s))
 		if cfg.Fio && haveFio {
@@ -294,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		names = DefaultTargets()
 	}
 	for _, n := range names {
-		if n != TargetComputerfs && n != TargetExt4 && n != TargetTmpfs {
+		if n != TargetComputerfs && n != TargetExt4 && n != TargetTmpfs && n != TargetNopt1m {
 			return nil, fmt.Errorf("unknown target %q (built-in targets: %s; add others with NAME=DIR)", n, strings.Join(DefaultTargets(), ", "))
 		}
 	}
@@ -357,6 +360,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				t, err = Ext4Target(root)
 			case TargetTmpfs:
 				t, err = TmpfsTarget(root)
+			case TargetNopt1m:
+				t, err = Nopt1mTarget(root)
 			}
 			if err != nil {
 				return rep, err

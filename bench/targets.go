@@ -20,7 +20,9 @@ const (
 )
 
 // DefaultTargets are the targets a run uses unless told otherwise.
-func DefaultTargets() []string { return []string{TargetComputerfs, TargetExt4, TargetTmpfs} }
+func DefaultTargets() []string {
+	return []string{TargetComputerfs, TargetExt4, TargetTmpfs, TargetNopt1m}
+}
 
 // Filesystem magic numbers from statfs(2).
 const (

@@ -30,6 +30,7 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/computerfs/computerfs/internal/boltcheck"
 	"github.com/computerfs/computerfs/internal/sealed"
@@ -38,6 +39,7 @@ import (
 	"github.com/zeebo/blake3"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 )
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
@@ -118,6 +120,10 @@ type Store struct {
 	log       *slog.Logger
 	chunkSize int
 	path      string
+	// rfile is the file again, read-only, for preads of large bodies
+	// (preadRaw); nil if it could not be opened. Whatever it reads is
+	// verified against the chunk's ID like any body.
+	rfile *os.File
 	// rolledBack says why the store opened at the commit before its
 	// newest record (Options.AcceptRollback, or read-only); "" if not.
 	rolledBack string
@@ -198,8 +204,11 @@ func Open(path string, opts Options) (s *Store, err error) {
 	db.AllocSize = 64 << 20
 	db.MaxBatchDelay = 0
 	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack}
+	if f, err := os.Open(path); err == nil {
+		s.rfile = f
+	}
 	if err := s.init(opts); err != nil {
-		db.Close()
+		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return s, nil
@@ -670,7 +679,12 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 }
 
 // Close closes the file. Committed transactions are already durable.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.rfile != nil {
+		s.rfile.Close()
+	}
+	return s.db.Close()
+}
 
 // Path is the workspace file's path.
 func (s *Store) Path() string { return s.path }
@@ -869,11 +883,41 @@ func Prepare(data, scratch []byte) Prepared {
 	if need := s2.MaxEncodedLen(len(data)); cap(scratch) < need {
 		scratch = make([]byte, need)
 	}
+	if incompressible(data, scratch[:cap(scratch)]) {
+		return p
+	}
 	enc := s2.Encode(scratch[:cap(scratch)], data)
 	if len(enc) <= len(data)-len(data)/8 {
 		p.Codec, p.Body = CodecS2, enc
 	}
 	return p
+}
+
+// sampleSize and samples: a body of more than samples × sampleSize
+// bytes is tried for compression on samples pieces spread over it first.
+const (
+	sampleSize = 8 << 10
+	samples    = 4
+)
+
+// incompressible reports whether data looks like it will not compress by
+// an eighth: none of a few samples spread over it does by a sixteenth.
+// Compressed, random or encrypted data (media, archives, packs) then
+// costs a few small encodes instead of a whole one, which on such data
+// is a copy through the encoder. Data that compresses only in places
+// the samples miss is stored raw: a lost saving, never a wrong body.
+func incompressible(data, scratch []byte) bool {
+	if len(data) <= samples*sampleSize*2 {
+		return false
+	}
+	step := (len(data) - sampleSize) / (samples - 1)
+	for i := range samples {
+		piece := data[i*step : i*step+sampleSize]
+		if enc := s2.Encode(scratch, piece); len(enc) <= len(piece)-len(piece)/16 {
+			return false
+		}
+	}
+	return true
 }
 
 // Has reports whether the chunk is stored.
@@ -1086,9 +1130,11 @@ func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
 	if raw == nil {
 		return nil, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
 	}
-	out, err := decodeBody(raw, dst)
-	if err != nil {
-		return nil, t.corrupt(id, err)
+	out, ok := t.preadRaw(raw, dst)
+	if !ok {
+		if out, err = decodeBody(raw, dst); err != nil {
+			return nil, t.corrupt(id, err)
+		}
 	}
 	if got := Sum(out); got != id {
 		return nil, t.corrupt(id, fmt.Errorf("hash mismatch: body hashes to %s", got.Short()))
@@ -1102,6 +1148,38 @@ func (t *Tx) corrupt(id ID, cause error) error {
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// preadMin is the smallest raw body read from the file with pread rather
+// than copied out of bbolt's map.
+const preadMin = 64 << 10
+
+// preadRaw copies a large raw body value, which lies in bbolt's map of
+// the file, into dst with one pread of the same bytes. Copying from the
+// map faults it in a few pages at a time, each fault a synchronous read
+// of the disk's read-ahead window: a cold chunk cost tens of round trips
+// to the disk, where one pread asks for all of it. It reports false when
+// it did nothing (a small or compressed body, a write transaction's own
+// value, a failed read), and the caller decodes from the map.
+func (t *Tx) preadRaw(raw, dst []byte) ([]byte, bool) {
+	h, err := decodeBodyHeader(raw)
+	if err != nil || h.Codec != CodecRaw || int(h.Len) != len(raw)-bodyHeaderSize || int(h.Len) < preadMin || t.Writable() || t.s.rfile == nil {
+		return nil, false
+	}
+	body := raw[bodyHeaderSize:]
+	info := t.DB().Info()
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+	if info.Data == 0 || p < info.Data || p-info.Data+uintptr(len(body)) > uintptr(t.Size()) {
+		return nil, false
+	}
+	if cap(dst) < len(body) {
+		dst = make([]byte, len(body))
+	}
+	dst = dst[:len(body)]
+	if n, err := t.s.rfile.ReadAt(dst, int64(p-info.Data)); err != nil || n != len(body) {
+		return nil, false
+	}
+	return dst, true
+}
 
 // decodeBody decompresses a stored body value into dst.
 func decodeBody(raw, dst []byte) ([]byte, error) {
@@ -1139,4 +1217,32 @@ func decodeBody(raw, dst []byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown codec %d", h.Codec)
+}
+
+// DropCaches lets go of the store's pages in this process's map of the
+// file and asks the kernel to drop the file from its page cache, so that
+// the next reads come from the disk (cold-read benchmarks). Mapped pages
+// are never dropped by /proc/sys/vm/drop_caches. Nothing is lost: clean
+// pages are read again, and the map holds no dirty ones (bbolt writes
+// with pwrite). It runs in a read transaction, which keeps bbolt from
+// remapping meanwhile.
+func (s *Store) DropCaches() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		info := tx.DB().Info()
+		if info.Data == 0 || tx.Size() == 0 {
+			return nil
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, info.Data, uintptr(tx.Size()), unix.MADV_DONTNEED); e != 0 {
+			return fmt.Errorf("madvise %s: %w", s.path, e)
+		}
+		f, err := os.Open(s.path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("fadvise %s: %w", s.path, err)
+		}
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package chunkstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -96,5 +97,40 @@ func TestOpenRefusesDamagedPages(t *testing.T) {
 		if !errors.Is(err, chunkstore.ErrDamaged) || !errors.Is(err, syscall.EIO) {
 			t.Errorf("open (read-only %v) of a store with a damaged page: %v, want ErrDamaged", ro, err)
 		}
+	}
+}
+
+// TestLargeRawBodyReadFromFile: a large incompressible body is read with
+// a pread of the file, not through bbolt's map; it reads back right
+// after DropCaches, and a byte flipped in it on disk is found, not
+// served.
+func TestLargeRawBodyReadFromFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	s := openStore(t, path, chunkstore.Options{})
+	data := randBytes(7, 1<<20)
+	p, _ := put(t, s, data)
+	if p.Codec != chunkstore.CodecRaw {
+		t.Fatalf("random data stored with codec %d", p.Codec)
+	}
+	if err := s.DropCaches(); err != nil {
+		t.Fatalf("DropCaches: %v", err)
+	}
+	if got, err := get(s, p.ID); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after DropCaches: %v, equal %v", err, bytes.Equal(got, data))
+	}
+	s.Close()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := bytes.Index(raw, data[1000:1064])
+	if off < 0 {
+		t.Fatal("body not found in the file")
+	}
+	flipByte(t, path, int64(off+10))
+	s = openStore(t, path, chunkstore.Options{})
+	defer s.Close()
+	if _, err := get(s, p.ID); !errors.Is(err, chunkstore.ErrCorrupt) {
+		t.Fatalf("read of a damaged body: %v, want ErrCorrupt", err)
 	}
 }

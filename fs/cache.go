@@ -143,3 +143,38 @@ func (c *chunkCache) release(e *cacheEntry) {
 		c.recycleLocked(e.data)
 	}
 }
+
+// dropAll evicts every entry; held ones keep their buffers until released.
+func (c *chunkCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.order {
+		delete(c.byID, e.id)
+		e.gone = true
+		if e.refs == 0 {
+			c.recycleLocked(e.data)
+		}
+	}
+	c.order = c.order[:0]
+}
+
+// add caches a copy of data, the verified plaintext of chunk id, unless
+// it is cached or being decoded already.
+func (c *chunkCache) add(id chunkstore.ID, data []byte) {
+	c.mu.Lock()
+	if c.byID[id] != nil || c.loading[id] != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	buf := c.buffer(len(data))
+	copy(buf, data)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID[id] != nil || c.loading[id] != nil {
+		c.recycleLocked(buf)
+		return
+	}
+	e := c.putLocked(id, buf)
+	e.refs--
+}

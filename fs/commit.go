@@ -67,14 +67,20 @@ func (s *snapshot) empty() bool {
 	return len(s.inodes)+len(s.entries)+len(s.xattrs)+len(s.truncs)+len(s.slots)+len(s.dead)+len(s.journal) == 0 && !s.hasLim
 }
 
+// sparseIdleTicks is how many commit ticks a sparse slot must go
+// unwritten before the committer seals it (one for other slots).
+const sparseIdleTicks = 10
+
 // committer is the one goroutine that writes to the store. It commits when
 // kicked (fsync, buffer pressure) and on every tick while changes wait.
 func (f *FS) committer() {
 	defer f.wg.Done()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
-	var lastTickGen uint64
-	for {
+	// tickGens[t%len] is f.gen at tick t: the gens of the last
+	// sparseIdleTicks ticks.
+	var tickGens [sparseIdleTicks]uint64
+	for t := uint64(1); ; {
 		select {
 		case <-f.stop:
 			return
@@ -82,15 +88,21 @@ func (f *FS) committer() {
 		case <-tick.C:
 			f.mu.Lock()
 			// Seal slots nobody wrote since the last tick, so that data
-			// reaches the store without waiting for close.
+			// reaches the store without waiting for close. A sparse
+			// slot (a few pages over a stored chunk) waits longer: its
+			// merge costs a whole chunk's work, and a program writing
+			// here and there over a large file comes back to each
+			// chunk only now and then.
+			last, older := tickGens[(t-1)%sparseIdleTicks], tickGens[t%sparseIdleTicks]
 			for _, n := range f.dirty {
 				for _, s := range n.slots {
-					if s.state == slotDirty && s.gen <= lastTickGen {
+					if s.state == slotDirty && (s.gen <= older || !s.hasBase && s.gen <= last) {
 						f.sealLocked(s)
 					}
 				}
 			}
-			lastTickGen = f.gen
+			tickGens[t%sparseIdleTicks] = f.gen
+			t++
 			f.mu.Unlock()
 		}
 		f.commitOnce()
@@ -520,6 +532,12 @@ func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 		if !s.superseded && n != nil && n.slots[s.idx] == s {
 			delete(n.slots, s.idx)
 			touched[s.ino] = n
+		}
+		if s.merged && s.buf != nil && !s.hole {
+			// A chunk written in parts (a database, a log) is likely
+			// to be written again: its next merge finds its base here
+			// instead of reading and verifying it from the store.
+			f.cache.add(s.prep.ID, s.buf[:s.prep.Len])
 		}
 		f.freeBufLocked(s)
 	}

@@ -24,27 +24,44 @@ type slot struct {
 	idx   uint64
 	state slotState
 	gen   uint64
-	buf   []byte // chunk plaintext up to hi; nil for holes and shared chunks
+	buf   []byte // chunk plaintext up to hi; nil for holes, shared and sparse slots
 	frame []byte // buf with the stored header's room in front
-	// A slot made by a partial write over a stored chunk does not read
-	// that chunk first (a 4 KiB write must not cost a 1 MiB decode): the
-	// base chunk shows through every page not marked present, up to
-	// baseLen, until a worker (or a reader) merges it into buf.
-	base       chunkstore.ID
-	hasBase    bool
-	baseLen    int
-	present    []uint64 // bitmap of pages of buf written whole
-	hi         int      // bytes of buf in use: past it the chunk reads as zeros
-	prep       chunkstore.Prepared
-	hole       bool // all zeros: committed as the absence of a chunk
-	shared     bool // refers to a stored chunk by ID (copy_file_range)
-	superseded bool // replaced or dropped; buf returns to the pool when free
+	// A slot made by a write over part of a stored chunk is sparse: it
+	// neither reads that chunk nor takes a chunk buffer (a 4 KiB write
+	// must cost about 4 KiB, not a 1 MiB decode, copy and re-hash). It
+	// keeps the pages written, and the base chunk shows through every
+	// other page, up to baseLen; past baseLen, pages not kept read as
+	// zeros. A worker merges base and pages into a chunk buffer when the
+	// slot is sealed. Page bytes at or past hi are always zero.
+	base    chunkstore.ID
+	hasBase bool // sparse: base and pages, no buf
+	baseLen int
+	pages   map[int][]byte // page index → the page's bytes
+	hi      int            // bytes in use: past it the chunk reads as zeros
+	prep    chunkstore.Prepared
+	hole    bool // all zeros: committed as the absence of a chunk
+	shared  bool // refers to a stored chunk by ID (copy_file_range)
+	// relieve: sealed to relieve the page budget (relievePagesLocked).
+	relieve bool
+	// merged: was sparse, merged by a worker.
+	merged bool
+	// superseded: replaced or dropped; its memory returns to the pools
+	// when nobody uses it any more.
+	superseded bool
+}
+
+// canTakeBufLocked reports whether a writer may take a chunk buffer now.
+// Writers leave bufReserve buffers to the workers, which merge sealed
+// sparse slots into buffers: a worker waiting for one then always has a
+// commit to wait for (see mergeBase).
+func (f *FS) canTakeBufLocked() bool {
+	return f.bufCount < f.bufMax-f.bufReserve
 }
 
 // reserveBufLocked makes sure a buffer can be taken without waiting, waiting
 // (and releasing mu) while the pool is exhausted.
 func (f *FS) reserveBufLocked(ctx context.Context) error {
-	for len(f.freeBufs) == 0 && f.bufCount >= f.bufMax {
+	for !f.canTakeBufLocked() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -63,6 +80,55 @@ func (f *FS) reserveBufLocked(ctx context.Context) error {
 	return nil
 }
 
+// reservePagesLocked waits (releasing mu) until need more pages fit in
+// the page budget, pushing the sparse slots through the pipeline: the
+// workers free their pages as they merge them.
+func (f *FS) reservePagesLocked(ctx context.Context, need int) error {
+	for f.pageCount+need > f.pageMax && f.pageCount > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.broken != nil {
+			return syscall.EIO
+		}
+		if !f.relievePagesLocked() && f.pagesSealed == 0 {
+			// Pages held by slots that are not sparse any more cannot
+			// be: nothing to wait for.
+			return nil
+		}
+		f.kickCommit()
+		if err := f.waitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relievePagesLocked seals the sparse slots holding the most pages while
+// the pages of dirty slots fill more than half the budget, so that the
+// workers merge them in the background and writers rarely wait for the
+// budget. It reports whether it sealed any.
+func (f *FS) relievePagesLocked() bool {
+	sealed := false
+	for f.pageCount-f.pagesSealed > f.pageMax*3/4 {
+		var big *slot
+		for _, n := range f.dirty {
+			for _, s := range n.slots {
+				if s.state == slotDirty && s.hasBase && (big == nil || len(s.pages) > len(big.pages)) {
+					big = s
+				}
+			}
+		}
+		if big == nil || len(big.pages) == 0 {
+			return sealed
+		}
+		big.relieve = true
+		f.sealLocked(big)
+		sealed = true
+	}
+	return sealed
+}
+
 // waitLocked waits on cond, waking early when ctx is cancelled.
 func (f *FS) waitLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -78,10 +144,10 @@ func (f *FS) waitLocked(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// takeBufLocked gives s a chunk buffer from the pool. Each buffer sits in
+// takeFrameLocked takes a chunk buffer from the pool. Each buffer sits in
 // a frame with room for the stored header in front, so that a chunk kept
 // raw is stored straight from it (see chunkstore.PrepareFramed).
-func (f *FS) takeBufLocked(s *slot) {
+func (f *FS) takeFrameLocked() []byte {
 	var frame []byte
 	if n := len(f.freeBufs); n > 0 {
 		frame = f.freeBufs[n-1]
@@ -90,7 +156,13 @@ func (f *FS) takeBufLocked(s *slot) {
 		frame = make([]byte, chunkstore.HeaderSize+f.chunkSize)
 	}
 	f.bufCount++
-	s.frame, s.buf = frame, frame[chunkstore.HeaderSize:]
+	return frame
+}
+
+// takeBufLocked gives s a chunk buffer from the pool.
+func (f *FS) takeBufLocked(s *slot) {
+	s.frame = f.takeFrameLocked()
+	s.buf = s.frame[chunkstore.HeaderSize:]
 }
 
 // freeBufLocked returns s's buffer, if it has one, to the pool.
@@ -106,13 +178,44 @@ func (f *FS) freeBufLocked(s *slot) {
 	f.cond.Broadcast()
 }
 
+// newPageLocked returns a zeroed page from the page pool.
+func (f *FS) newPageLocked() []byte {
+	f.pageCount++
+	if n := len(f.freePages); n > 0 {
+		p := f.freePages[n-1]
+		f.freePages = f.freePages[:n-1]
+		clear(p)
+		return p
+	}
+	return make([]byte, pageSize)
+}
+
+// freePagesLocked returns a sparse slot's pages to the pool.
+func (f *FS) freePagesLocked(s *slot) {
+	if len(s.pages) == 0 {
+		return
+	}
+	if s.state == slotSealed {
+		f.pagesSealed -= len(s.pages)
+	}
+	for _, p := range s.pages {
+		f.pageCount--
+		if len(f.freePages) < f.pageMax {
+			f.freePages = append(f.freePages, p)
+		}
+	}
+	s.pages = nil
+	f.cond.Broadcast()
+}
+
 // supersedeLocked retires a slot that is no longer the newest version of
-// its chunk. Its buffer is freed now, or by whoever still uses it.
+// its chunk. Its memory is freed now, or by whoever still uses it.
 func (f *FS) supersedeLocked(s *slot) {
 	s.superseded = true
 	switch s.state {
 	case slotDirty, slotPrepared:
 		f.freeBufLocked(s)
+		f.freePagesLocked(s)
 	}
 	// slotSealed: the worker frees it; slotCommitting: the committer does.
 }
@@ -124,6 +227,9 @@ func (f *FS) sealLocked(s *slot) {
 	}
 	s.state = slotSealed
 	f.pending++
+	if s.hasBase {
+		f.pagesSealed += len(s.pages)
+	}
 	// The queue is a slice under mu, not a channel: sealing must never
 	// block or release mu, since callers iterate over maps while they seal.
 	f.queue = append(f.queue, s)
@@ -162,6 +268,11 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	if hole {
 		f.freeBufLocked(s)
 	}
+	if s.relieve {
+		// Sealed to relieve the page budget: nobody else asks for its
+		// commit, and a writer may be waiting for it.
+		f.kickCommit()
+	}
 }
 
 func (f *FS) worker() {
@@ -195,86 +306,207 @@ func (f *FS) worker() {
 	}
 }
 
-// pageSize is the granularity of a slot's present bitmap.
+// pageSize is the granularity of a sparse slot's pages.
 const pageSize = 4096
 
-func (s *slot) isPresent(p int) bool { return s.present[p/64]&(1<<(p%64)) != 0 }
+// coversBase reports whether the slot's pages hide its whole base, so
+// that merging needs no read of it.
+func (s *slot) coversBase() bool {
+	for p := 0; p*pageSize < s.baseLen; p++ {
+		if s.pages[p] == nil {
+			return false
+		}
+	}
+	return true
+}
 
-// mergeBase reads a sealed slot's base chunk and merges it into buf. It
-// reports false if the slot was superseded meanwhile (and then freed).
+// mergeBase turns a sealed sparse slot into an ordinary one: it reads the
+// base chunk (unless the pages hide it all) and merges it and the pages
+// into a chunk buffer. It reports false if the slot was superseded
+// meanwhile (and then freed).
+//
+// It waits for a buffer while the pool is exhausted. That cannot
+// deadlock: writers leave bufReserve buffers to the workers, so when
+// every worker waits, the buffers past the writers' share are held by
+// prepared chunks, which the commit it kicks frees.
 func (f *FS) mergeBase(s *slot) bool {
 	f.mu.Lock()
-	id, ok := s.base, s.hasBase && !s.superseded
+	id, need := s.base, !s.superseded && !s.coversBase()
 	f.mu.Unlock()
-	var data []byte
-	if ok {
+	var base []byte
+	if need {
 		d, release, err := f.loadChunk(id)
 		if err == nil {
-			data = d
+			base = d
 			defer release() // after the merge below
 		}
 		// Otherwise the base is damaged (loadChunk has logged it): its
 		// bytes read as zeros from now on, the rest of the write survives.
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	for !s.superseded && f.bufCount >= f.bufMax && f.broken == nil && !f.closed {
+		f.kickCommit()
+		f.cond.Wait()
+	}
 	if s.superseded {
 		f.pending--
-		f.freeBufLocked(s)
+		f.freePagesLocked(s)
 		f.cond.Broadcast()
+		f.mu.Unlock()
 		return false
 	}
-	if s.hasBase {
-		s.merge(data)
-		f.cond.Broadcast()
-	}
+	frame := f.takeFrameLocked()
+	f.mu.Unlock()
+	// A sealed slot's pages and length do not change, and nobody else
+	// sees frame yet: merge without mu.
+	buf := frame[chunkstore.HeaderSize:]
+	s.mergeInto(buf[:s.hi], base)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.frame, s.buf = frame, buf
+	f.freePagesLocked(s)
+	s.hasBase, s.baseLen, s.merged = false, 0, true
+	f.cond.Broadcast()
 	return true
 }
 
-// merge copies the visible bytes of the base chunk into the pages of buf
-// not written whole, and forgets the base.
-func (s *slot) merge(base []byte) {
+// mergeInto writes the slot's contents, base and pages, into out (hi
+// bytes).
+func (s *slot) mergeInto(out, base []byte) {
 	base = base[:min(len(base), s.baseLen)]
-	for p := 0; p*pageSize < s.hi; p++ {
-		if s.isPresent(p) {
-			continue
-		}
-		start := p * pageSize
-		end := min(start+pageSize, s.hi)
-		// Bytes past baseLen were written (or zero-filled) into buf.
-		m := 0
-		if start < len(base) {
-			m = copy(s.buf[start:min(end, len(base))], base[start:])
-		}
-		if start+m < min(end, s.baseLen) {
-			clear(s.buf[start+m : min(end, s.baseLen)])
+	m := copy(out, base)
+	clear(out[m:])
+	for p, pg := range s.pages {
+		if start := p * pageSize; start < len(out) {
+			copy(out[start:], pg[:min(pageSize, len(out)-start)])
 		}
 	}
-	s.hasBase, s.present, s.baseLen = false, nil, 0
 }
 
-// settleBaseLocked merges the base of a slot a reader or a partial writer
-// needs whole: it reads the base itself for a dirty slot, or waits for the
-// worker that owns a sealed one. mu may be released: callers start over.
-func (f *FS) settleBaseLocked(ctx context.Context, n *node, s *slot) error {
-	if s.state != slotDirty {
-		for s.hasBase && !s.superseded && n.slots[s.idx] == s {
-			if err := f.waitLocked(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+// fillPagesLocked gives a dirty sparse slot the pages that a write of
+// [off, off+length) would change only in part, filled from the base
+// chunk. mu is released while the base is read: callers start over.
+func (f *FS) fillPagesLocked(n *node, s *slot, off, length int) error {
 	id := s.base
 	data, release, err := f.loadChunkLocked(id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if s.hasBase && s.base == id && !s.superseded {
-		s.merge(data)
+	if n.slots[s.idx] != s || s.state != slotDirty || s.superseded || s.base != id {
+		return nil
+	}
+	for _, b := range [2]int{off, off + length - 1} {
+		p := b / pageSize
+		if s.pages[p] != nil || s.wholePage(p, off, length) || p*pageSize >= s.baseLen {
+			continue
+		}
+		pg := f.newPageLocked()
+		start := p * pageSize
+		if start < len(data) {
+			copy(pg, data[start:min(len(data), start+pageSize, s.baseLen)])
+		}
+		s.pages[p] = pg
 	}
 	return nil
+}
+
+// wholePage reports whether a write of [off, off+length) covers page p
+// whole.
+func (s *slot) wholePage(p, off, length int) bool {
+	start := p * pageSize
+	return off <= start && off+length >= start+pageSize
+}
+
+// sparseNeeds reports how many new pages a write of [off, off+length)
+// into a sparse slot needs, and whether one of them would be written in
+// part over base bytes (which must then be read first).
+func (s *slot) sparseNeeds(off, length int) (pages int, partial bool) {
+	for p := off / pageSize; p*pageSize < off+length; p++ {
+		if s.pages[p] != nil {
+			continue
+		}
+		pages++
+		if !s.wholePage(p, off, length) && p*pageSize < s.baseLen {
+			partial = true
+		}
+	}
+	return pages, partial
+}
+
+// writeSparse copies data into a sparse slot at off. Every page it
+// changes in part over base bytes is there already (fillPagesLocked).
+func (f *FS) writeSparseLocked(s *slot, off int, data []byte) {
+	end := off + len(data)
+	for pos := off; pos < end; {
+		p := pos / pageSize
+		in := pos % pageSize
+		k := min(pageSize-in, end-pos)
+		pg := s.pages[p]
+		if pg == nil {
+			pg = f.newPageLocked()
+			s.pages[p] = pg
+		}
+		copy(pg[in:], data[pos-off:pos-off+k])
+		pos += k
+	}
+	s.hi = max(s.hi, end)
+}
+
+// readSparse copies the slot's bytes at off into out, and returns the
+// ranges to read from the base chunk.
+func (s *slot) readSparse(off int, out []byte, loads []pendingRead) []pendingRead {
+	end := off + len(out)
+	run := -1 // the load of base bytes this call is extending, if any
+	for pos := off; pos < end; {
+		p := pos / pageSize
+		in := pos % pageSize
+		k := min(pageSize-in, end-pos)
+		dst := out[pos-off : pos-off+k]
+		switch pg := s.pages[p]; {
+		case pg != nil:
+			copy(dst, pg[in:])
+			run = -1
+		case pos < s.baseLen:
+			b := min(k, s.baseLen-pos)
+			if run >= 0 {
+				l := &loads[run]
+				l.dest = out[l.inChunk-off : pos-off+b]
+			} else {
+				loads = append(loads, pendingRead{id: s.base, dest: dst[:b], inChunk: pos})
+				run = len(loads) - 1
+			}
+			clear(dst[b:])
+			if b < k {
+				run = -1
+			}
+		default:
+			clear(dst)
+			run = -1
+		}
+		pos += k
+	}
+	return loads
+}
+
+// truncateSparse cuts a sparse slot at hi: pages past it go, the one
+// across it keeps zeros past it.
+func (f *FS) truncateSparseLocked(s *slot, hi int) {
+	for p, pg := range s.pages {
+		start := p * pageSize
+		switch {
+		case start >= hi:
+			delete(s.pages, p)
+			f.pageCount--
+			if len(f.freePages) < f.pageMax {
+				f.freePages = append(f.freePages, pg)
+			}
+		case start+pageSize > hi:
+			clear(pg[hi-start:])
+		}
+	}
+	s.hi = min(s.hi, hi)
+	s.baseLen = min(s.baseLen, s.hi)
 }
 
 // trimZeros returns b without its trailing zero bytes.
@@ -439,51 +671,54 @@ func (f *FS) prefetcher() {
 }
 
 // dirtySlotLocked returns a writable slot for chunk idx holding its current
-// contents (from an older slot or from the store). The caller has reserved
-// a buffer. It may release mu while it reads the store.
-func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
+// contents: a sparse one over the stored chunk (or a shared one), or one
+// with a buffer over a hole. A chunk still in the pipeline (sealed,
+// prepared or being committed) is waited for and then started from the
+// store: copying it would cost a buffer and a re-hash of the whole chunk
+// per write, where a sparse slot costs the pages written. mu may be
+// released (waiting for that, or for a buffer): then it returns errRetry
+// and the caller looks again.
+func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64) (*slot, error) {
 	old := n.slots[idx]
 	if old != nil && old.state == slotDirty {
 		return old, nil
 	}
-	truncs := n.truncs
-	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
-	f.takeBufLocked(s)
-	var data []byte
-	var err error
-	switch {
-	case old != nil && old.buf != nil:
-		data = old.buf[:old.hi]
-		if old.hasBase {
-			s.base, s.hasBase, s.baseLen = old.base, true, old.baseLen
-			s.present = append([]uint64(nil), old.present...)
+	if old != nil && !old.hole && !old.shared {
+		if f.broken != nil {
+			return nil, syscall.EROFS
 		}
-	case old != nil && old.shared:
-		err = f.setBaseLocked(s, old.prep.ID)
-	case old != nil: // a hole
-	case idx*uint64(f.chunkSize) < n.attr.Size:
-		var id chunkstore.ID
-		var ok bool
-		id, ok, err = f.storedChunkLocked(n, idx)
-		if ok && err == nil {
-			err = f.setBaseLocked(s, id)
-		}
-	}
-	if err != nil {
-		f.freeBufLocked(s)
-		return nil, err
-	}
-	if !s.hasBase || data != nil {
-		s.hi = copy(s.buf, data)
-	}
-	if cur := n.slots[idx]; cur != old || n.truncs != truncs {
-		// Someone else made a slot while mu was released: use theirs.
-		// Or truncated the file: what was read may be gone.
-		f.freeBufLocked(s)
-		if cur != old && cur != nil && cur.state == slotDirty {
-			return cur, nil
+		f.kickCommit()
+		if err := f.waitLocked(ctx); err != nil {
+			return nil, err
 		}
 		return nil, errRetry
+	}
+	var base chunkstore.ID
+	var hasBase bool
+	switch {
+	case old != nil && old.shared:
+		base, hasBase = old.prep.ID, true
+	case old != nil: // a hole
+	case idx*uint64(f.chunkSize) < n.attr.Size:
+		id, ok, err := f.storedChunkLocked(n, idx)
+		if err != nil {
+			return nil, err
+		}
+		base, hasBase = id, ok
+	}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
+	if hasBase {
+		if err := f.setBaseLocked(s, base); err != nil {
+			return nil, err
+		}
+	} else {
+		if !f.canTakeBufLocked() {
+			if err := f.reserveBufLocked(ctx); err != nil {
+				return nil, err
+			}
+			return nil, errRetry
+		}
+		f.takeBufLocked(s)
 	}
 	if old != nil {
 		f.supersedeLocked(old)
@@ -498,8 +733,8 @@ func (f *FS) dirtySlotLocked(n *node, idx uint64) (*slot, error) {
 
 var errRetry = errors.New("retry")
 
-// setBaseLocked makes stored chunk id the base of a new slot, reading only
-// its length.
+// setBaseLocked makes stored chunk id the base of a new sparse slot,
+// reading only its length.
 func (f *FS) setBaseLocked(s *slot, id chunkstore.ID) error {
 	var l int
 	err := f.view(func(tx *chunkstore.Tx) error {
@@ -511,39 +746,18 @@ func (f *FS) setBaseLocked(s *slot, id chunkstore.ID) error {
 		return err
 	}
 	s.base, s.hasBase, s.baseLen, s.hi = id, true, l, l
-	s.present = make([]uint64, (f.chunkSize/pageSize+63)/64)
+	s.pages = make(map[int][]byte)
 	return nil
 }
 
-// needsBase reports whether writing [off, off+len) into s would leave a
-// page partly written over base bytes that are not in buf yet.
-func (s *slot) needsBase(off, length int) bool {
-	if !s.hasBase {
-		return false
-	}
-	for _, b := range [2]int{off, off + length - 1} {
-		p := b / pageSize
-		start := p * pageSize
-		whole := off <= start && off+length >= start+pageSize
-		if !whole && !s.isPresent(p) && start < s.baseLen {
-			return true
-		}
-	}
-	return false
-}
-
-// writeSlot copies data into s at off, zero-filling any gap past hi.
+// write copies data into a slot with a buffer at off, zero-filling any
+// gap past hi.
 func (s *slot) write(off int, data []byte) {
 	if off > s.hi {
 		clear(s.buf[s.hi:off])
 	}
 	copy(s.buf[off:], data)
 	s.hi = max(s.hi, off+len(data))
-	if s.hasBase {
-		for p := (off + pageSize - 1) / pageSize; (p+1)*pageSize <= off+len(data); p++ {
-			s.present[p/64] |= 1 << (p % 64)
-		}
-	}
 }
 
 // read copies the slot's bytes at off into out, zeros past hi.
@@ -556,10 +770,11 @@ func (s *slot) read(off int, out []byte) {
 }
 
 // wholeSlotLocked returns a fresh slot for a write that covers chunk idx
-// whole: its old contents are not needed.
+// whole: its old contents are not needed. The caller has reserved a
+// buffer unless the chunk has a dirty slot with one.
 func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
 	old := n.slots[idx]
-	if old != nil && old.state == slotDirty {
+	if old != nil && old.state == slotDirty && !old.hasBase {
 		return old
 	}
 	if old != nil {
@@ -665,9 +880,13 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			}
 			continue
 		}
-		if s := n.slots[idx]; s == nil || s.state != slotDirty {
-			if err := f.reserveBufLocked(ctx); err != nil {
-				return fail(err)
+		if s := n.slots[idx]; s == nil || s.state != slotDirty || (piece == int(cs) && s.hasBase) {
+			// A partial write may need no buffer (a sparse slot):
+			// dirtySlotLocked reserves one if it does.
+			if piece == int(cs) {
+				if err := f.reserveBufLocked(ctx); err != nil {
+					return fail(err)
+				}
 			}
 			if f.usedLocked()+uint64(cs) > f.limit {
 				return fail(syscall.ENOSPC)
@@ -688,7 +907,7 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			s = f.wholeSlotLocked(n, idx)
 		} else {
 			var err error
-			s, err = f.dirtySlotLocked(n, idx)
+			s, err = f.dirtySlotLocked(ctx, n, idx)
 			if err == errRetry {
 				continue
 			}
@@ -706,14 +925,28 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		if written == 0 && want != nil && n.version != *want {
 			return 0, ErrChanged
 		}
-		if s.needsBase(inChunk, piece) {
-			// A page partly written over bytes not read yet: read them.
-			if err := f.settleBaseLocked(ctx, n, s); err != nil {
-				return fail(err)
+		if s.hasBase {
+			pages, partial := s.sparseNeeds(inChunk, piece)
+			if partial {
+				// A page written in part over base bytes: read them.
+				if err := f.fillPagesLocked(n, s, inChunk, piece); err != nil {
+					return fail(err)
+				}
+				continue // mu was released: look again
 			}
-			continue // mu was released: look again
+			if pages > 0 && f.pageCount+pages > f.pageMax {
+				if err := f.reservePagesLocked(ctx, pages); err != nil {
+					return fail(err)
+				}
+				continue
+			}
+			f.writeSparseLocked(s, inChunk, data[written:written+piece])
+			if f.pageCount-f.pagesSealed > f.pageMax*3/4 {
+				f.relievePagesLocked()
+			}
+		} else {
+			s.write(inChunk, data[written:written+piece])
 		}
-		s.write(inChunk, data[written:written+piece])
 		s.gen = f.bump()
 		n.version = s.gen // mu may be released before the touch below
 		written += piece
@@ -788,10 +1021,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 		if s := n.slots[idx]; s != nil {
 			switch {
 			case s.hasBase:
-				err := f.settleBaseLocked(ctx, n, s)
-				f.maybeForgetLocked(n)
-				f.mu.Unlock()
-				return 0, err == nil, err
+				loads = s.readSparse(inChunk, out, loads)
 			case s.buf != nil:
 				s.read(inChunk, out)
 			case s.shared:
@@ -849,12 +1079,9 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 		var tailSlot *slot
 		if tail := size % cs; tail != 0 {
 			idx := size / cs
-			if err := f.reserveBufLocked(context.Background()); err != nil {
-				return err
-			}
-			s, err := f.dirtySlotLocked(n, idx)
+			s, err := f.dirtySlotLocked(context.Background(), n, idx)
 			for err == errRetry {
-				s, err = f.dirtySlotLocked(n, idx)
+				s, err = f.dirtySlotLocked(context.Background(), n, idx)
 			}
 			if err != nil {
 				return err
@@ -872,8 +1099,11 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 		f.bump()
 		f.dirty[n.attr.Ino] = n
 		if tailSlot != nil {
-			tailSlot.hi = min(tailSlot.hi, int(size%cs))
-			tailSlot.baseLen = min(tailSlot.baseLen, tailSlot.hi)
+			if tailSlot.hasBase {
+				f.truncateSparseLocked(tailSlot, int(size%cs))
+			} else {
+				tailSlot.hi = min(tailSlot.hi, int(size%cs))
+			}
 			tailSlot.gen = f.bump()
 		}
 	}
@@ -941,4 +1171,12 @@ func (f *FS) kickCommit() {
 	case f.kick <- struct{}{}:
 	default:
 	}
+}
+
+// DropCaches empties the cache of decoded chunks and drops the store's
+// pages from memory (chunkstore.Store.DropCaches), so that the next reads
+// are cold: for benchmarks. Only what can be read again is dropped.
+func (f *FS) DropCaches() error {
+	f.cache.dropAll()
+	return f.store.DropCaches()
 }

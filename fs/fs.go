@@ -23,12 +23,17 @@
 // fills a slot's buffer; a full slot is sealed and handed to a worker pool
 // that hashes (BLAKE3) and compresses it off the request path; the
 // committer then stores the prepared chunk. All-zero chunks become holes.
-// A write over part of a stored chunk does not read it: the slot keeps the
-// chunk as its base, showing through the pages not written whole, and the
-// worker merges it before hashing. Slots nobody writes to are sealed by
-// the committer's tick. Buffers come from a fixed pool: when it runs dry,
-// writers wait while the committer drains slots (backpressure), so memory
-// is bounded.
+// A write over part of a stored chunk neither reads it nor takes a chunk
+// buffer: its slot is sparse, keeping only the 4 KiB pages written, with
+// the stored chunk as its base showing through the others; reads combine
+// the two, and a worker merges them into a buffer when the slot is
+// sealed. So a database's or a random writer's 4 KiB write costs about
+// 4 KiB until its chunk is sealed: at the chunk's end, fsync, close,
+// after a second without writes, or, the sparse slots with the most
+// pages first, as the page budget fills. Other slots nobody writes to
+// are sealed by the committer's next tick. Buffers and pages come from
+// fixed pools: when one runs dry, writers wait while the pipeline drains
+// (backpressure), so memory is bounded.
 //
 // Reads decode and verify stored chunks into a small cache of recycled
 // buffers. A read that goes on where the last one on the node stopped (or
@@ -86,6 +91,10 @@ type Options struct {
 	ChunkSize int
 	// BufferBytes bounds the memory of in-flight chunk buffers (64 MiB if 0).
 	BufferBytes int
+	// PageBytes bounds the memory of the pages kept by sparse slots,
+	// writes over parts of stored chunks (BufferBytes if 0): when they
+	// fill it, the sparse slots are merged and committed.
+	PageBytes int
 	// CommitInterval is the longest a change waits for a commit when no
 	// fsync asks for one (100ms if 0).
 	CommitInterval time.Duration
@@ -133,7 +142,14 @@ type FS struct {
 	freeBufs [][]byte
 	bufCount int // buffers allocated
 	bufMax   int
-	pending  int // slots sealed but not yet prepared
+	// bufReserve buffers are the workers' alone (see mergeBase).
+	bufReserve int
+	pending    int // slots sealed but not yet prepared
+	// pages of sparse slots (data.go)
+	freePages   [][]byte
+	pageCount   int // pages in use
+	pagesSealed int // of which in sealed slots, waiting for a worker
+	pageMax     int
 
 	// commit pipeline
 	snapTaken uint64 // snapshots taken
@@ -210,6 +226,11 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		bufBytes = 64 << 20
 	}
 	f.bufMax = max(bufBytes/f.chunkSize, 8)
+	pageBytes := opts.PageBytes
+	if pageBytes == 0 {
+		pageBytes = bufBytes
+	}
+	f.pageMax = max(pageBytes/pageSize, 64)
 	if err := f.load(opts); err != nil {
 		return nil, err
 	}
@@ -217,6 +238,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	f.bufReserve = max(1, min(workers, f.bufMax/8))
 	for range workers {
 		f.wg.Add(1)
 		go f.worker()
@@ -522,6 +544,7 @@ func (f *FS) Close() error {
 	}
 	err := f.syncAllLocked(context.Background())
 	f.closed = true
+	f.cond.Broadcast() // a worker waiting for a buffer gives up waiting
 	f.mu.Unlock()
 	close(f.stop)
 	f.wg.Wait()

@@ -40,7 +40,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	f.StringVar(&o.jsonPath, "json", "", "also write the full report, every sample included, as JSON to this `FILE`")
 	f.StringVar(&o.svgPath, "svg", "", "also write a bar chart of the ratios to the baseline as SVG to this `FILE`")
 	f.Var(&o.extra, "target", "add a target directory, as NAME=DIR (repeatable)")
-	f.StringVar(&o.targetsList, "targets", strings.Join(bench.DefaultTargets(), ","), "the built-in targets to use, comma-separated (computerfs, ext4, tmpfs)")
+	f.StringVar(&o.targetsList, "targets", strings.Join(bench.DefaultTargets(), ","), "the built-in targets to use, comma-separated (computerfs, ext4, tmpfs, nopt1m)")
 	f.StringVar(&o.baseline, "baseline", bench.TargetExt4, "the target that ratios are relative to")
 	f.StringVar(&o.scratch, "scratch", "", "directory for inputs, the ext4 target and the computerfs store (default: an ext4 temp directory)")
 	f.Var(&o.jobs, "job", "also run this fio job file (repeatable); bench/jobs/*.fio are built in")
