@@ -278,7 +278,18 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	}
 	// The record goes in the commit of the exec's last changes (or one
 	// of its own), which is its After: a crash never keeps the changes
-	// and loses the record that can undo them.
+	// and loses the record that can undo them. Everything the exec wrote
+	// is prepared first: a worker merging a write into a stored chunk
+	// may need commits to free buffers, and those take part of the
+	// exec's changes. Queued before them, the record would ride with the
+	// first, and its After miss what came after (undo would see the rest
+	// as later changes).
+	for _, n := range f.dirty {
+		f.sealAllLocked(n)
+	}
+	if err := f.waitPreparedLocked(ctx, nil); err != nil {
+		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
+	}
 	val, err := json.Marshal(&rec)
 	if err != nil {
 		return nil, err
