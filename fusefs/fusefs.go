@@ -2,9 +2,10 @@
 //
 // It is a thin door: it translates FUSE requests to fs calls and fs errors
 // to errno values, and owns only what FUSE needs and fs must not know:
-// handles of files opened in a policy view, the readdir cookies and the listings
-// cached for them, kernel cache timeouts and invalidation. It uses go-fuse's raw API so that FUSE node
-// IDs are the store's inode numbers, with no second inode tree.
+// handles of files opened in a policy view, the readdir cookies and the
+// listings cached for them, kernel cache timeouts and invalidation. It
+// uses go-fuse's raw API so that FUSE node IDs are the store's inode
+// numbers, with no second inode tree.
 //
 // Every change to the workspace made through this mount passes through the
 // kernel, so the kernel may cache entries, attributes and pages for long;
@@ -889,9 +890,9 @@ const fhUntracked = 1 << 63
 // says fs.Create already took an open reference on it, as a tmpfile's).
 //
 // A plain mount answers OPEN with ENOSYS, and from the first such answer
-// the kernel sends no RELEASE for any regular file of the connection,
-// those made by CREATE before or after included (fuse_file_put skips it
-// when no_open is set). An open reference taken here would then never be
+// the kernel sends no RELEASE for the regular files of the connection,
+// those made by CREATE after it included (fuse_file_put skips it when
+// no_open is set; TestCreatedFileFreedAfterOpen). An open reference taken here would then never be
 // dropped: the inode, unlinked or deleted by an undo, would live on as an
 // orphan, in the store and in its root, until the store's next open. So
 // on a plain mount a created file holds no open reference and no table
