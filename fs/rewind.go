@@ -33,7 +33,10 @@ import (
 // deadlock. Afterwards the cached nodes it touched are reloaded. An inode
 // the rewind would delete while a handle has it open is unlinked
 // instead (nlink 0, an orphan): the open handle keeps reading what it
-// read, as after an unlink, and the inode goes at its last close.
+// read, as after an unlink, and the inode goes at its last close. Open
+// handles are those of the doors that take them (the file API, a policy
+// view's mount); the plain mount takes none, since the kernel sends it
+// no RELEASE (fusefs openCreated): a file open there is deleted.
 
 // rewindTarget is one record to put back: then is its value at the
 // earlier epoch, nil to delete it.

@@ -1646,3 +1646,62 @@ func TestModeBits(t *testing.T) {
 		}
 	}
 }
+
+// TestCreatedFileFreedAfterOpen: once the kernel has been answered ENOSYS
+// to an OPEN it sends no RELEASE for any regular file of the connection,
+// those made by CREATE included. A file created, closed and unlinked
+// after that must still go at its last close (its FORGET), not live on
+// as an orphan waiting for a RELEASE that never comes.
+func TestCreatedFileFreedAfterOpen(t *testing.T) {
+	m := testmount.New(t, testmount.Options{})
+	first := filepath.Join(m.Dir, "first")
+	writeFile(t, first, []byte("before any open\n")) // CREATE before the kernel learns open is ENOSYS
+	checkFile(t, first, []byte("before any open\n")) // OPEN: ENOSYS from now on
+	base := storeStats(t, m).UniqueBytes
+	const size = 2 << 20
+	for i, name := range []string{"created", "created-append", "tmpfile"} {
+		path := filepath.Join(m.Dir, name)
+		data := randomBytes(uint64(20+i), size)
+		if name == "tmpfile" {
+			fd, err := unix.Open(m.Dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o640)
+			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) {
+				t.Skipf("O_TMPFILE: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := unix.Write(fd, data); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Close(fd); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+			if name == "created-append" {
+				flags |= os.O_APPEND
+			}
+			f, err := os.OpenFile(path, flags, 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, path, data)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for storeStats(t, m).UniqueBytes > base+64<<10 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if st := storeStats(t, m); st.UniqueBytes > base+64<<10 {
+			t.Errorf("%s: unique bytes %d after it was closed and unlinked, %d before it was made: the orphan lives on", name, st.UniqueBytes, base)
+		}
+	}
+}

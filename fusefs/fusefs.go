@@ -2,9 +2,10 @@
 //
 // It is a thin door: it translates FUSE requests to fs calls and fs errors
 // to errno values, and owns only what FUSE needs and fs must not know:
-// handles of files made by CREATE, the readdir cookies and the listings
-// cached for them, kernel cache timeouts and invalidation. It uses go-fuse's raw API so that FUSE node
-// IDs are the store's inode numbers, with no second inode tree.
+// handles of files opened in a policy view, the readdir cookies and the
+// listings cached for them, kernel cache timeouts and invalidation. It
+// uses go-fuse's raw API so that FUSE node IDs are the store's inode
+// numbers, with no second inode tree.
 //
 // Every change to the workspace made through this mount passes through the
 // kernel, so the kernel may cache entries, attributes and pages for long;
@@ -825,12 +826,20 @@ func (r *rawFS) newHandle(hd *handle) uint64 {
 }
 
 func (r *rawFS) handle(fh uint64) *handle {
+	if fh&fhUntracked != 0 {
+		return &handle{flags: uint32(fh)}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.handles[fh]
 }
 
+// dropHandle removes a table handle (nil: none, or an untracked one,
+// which holds nothing to release).
 func (r *rawFS) dropHandle(fh uint64) *handle {
+	if fh&fhUntracked != 0 {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hd := r.handles[fh]
@@ -862,13 +871,48 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 		r.view.add(uint64(a.Ino), p)
 	}
 	r.changed(in.NodeId, name, 0)
-	if _, err := r.fs.Open(a.Ino); err != nil {
+	fh, err := r.openCreated(a.Ino, in.Flags, false)
+	if err != nil {
 		return errStatus(err)
 	}
 	r.fillEntry(&a, &out.EntryOut)
-	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
+	out.Fh = fh
 	out.OpenFlags = openFlags
 	return fuse.OK
+}
+
+// fhUntracked marks a file handle number that is in no table: it carries
+// the open flags (uint32) in its low bits. Table handles count up from 1
+// and never reach it.
+const fhUntracked = 1 << 63
+
+// openCreated is the handle of a file made by CREATE or TMPFILE (held
+// says fs.Create already took an open reference on it, as a tmpfile's).
+//
+// A plain mount answers OPEN with ENOSYS, and from the first such answer
+// the kernel sends no RELEASE for the regular files of the connection,
+// those made by CREATE after it included (fuse_file_put skips it when
+// no_open is set; TestCreatedFileFreedAfterOpen). An open reference taken here would then never be
+// dropped: the inode, unlinked or deleted by an undo, would live on as an
+// orphan, in the store and in its root, until the store's next open. So
+// on a plain mount a created file holds no open reference and no table
+// entry (the handle number carries its flags), as every file it opens:
+// the kernel's lookup reference from CREATE keeps an unlinked file alive
+// until its FORGET. A policy view answers OPEN, so RELEASE always comes:
+// its handles are counted opens, dropped by Release.
+func (r *rawFS) openCreated(ino fs.Ino, flags uint32, held bool) (uint64, error) {
+	if r.view == nil {
+		if held {
+			r.fs.Release(ino)
+		}
+		return fhUntracked | uint64(flags), nil
+	}
+	if !held {
+		if _, err := r.fs.Open(ino); err != nil {
+			return 0, err
+		}
+	}
+	return r.newHandle(&handle{ino: ino, flags: flags}), nil
 }
 
 func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) (code fuse.Status) {
@@ -883,8 +927,12 @@ func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 	if r.view != nil {
 		r.view.add(uint64(a.Ino), unnamed) // writable until linked
 	}
+	fh, err := r.openCreated(a.Ino, in.Flags, true)
+	if err != nil {
+		return errStatus(err)
+	}
 	r.fillEntry(&a, &out.EntryOut)
-	out.Fh = r.newHandle(&handle{ino: a.Ino, flags: in.Flags})
+	out.Fh = fh
 	out.OpenFlags = openFlags
 	return fuse.OK
 }
