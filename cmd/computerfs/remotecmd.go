@@ -156,22 +156,32 @@ func progressTo(w io.Writer) func(remote.Progress) {
 	}
 }
 
-func runPush(ctx context.Context, e *env, o remoteOpts, name string) error {
-	ws, err := workspaceArg(o.ws)
-	if err != nil {
-		return err
+// openRemote resolves the workspace of o (a store no daemon holds) and
+// its remote called name (or the default one), for push and pull.
+func openRemote(ctx context.Context, o remoteOpts, name, verb string) (ws, remoteName string, r remote.Remote, c *remote.Client, err error) {
+	fail := func(err error) (string, string, remote.Remote, *remote.Client, error) {
+		return "", "", remote.Remote{}, nil, err
+	}
+	if ws, err = workspaceArg(o.ws); err != nil {
+		return fail(err)
 	}
 	if err := requireWorkspace(ws); err != nil {
-		return err
+		return fail(err)
 	}
-	if err := refuseServed(ctx, ws, "push"); err != nil {
-		return err
+	if err := refuseServed(ctx, ws, verb); err != nil {
+		return fail(err)
 	}
-	name, r, err := pickRemote(ws, name)
-	if err != nil {
-		return err
+	if remoteName, r, err = pickRemote(ws, name); err != nil {
+		return fail(err)
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	if c, err = remote.ClientFor(ctx, r, remote.ClientOptions{}); err != nil {
+		return fail(err)
+	}
+	return ws, remoteName, r, c, nil
+}
+
+func runPush(ctx context.Context, e *env, o remoteOpts, name string) error {
+	ws, name, r, c, err := openRemote(ctx, o, name, "push")
 	if err != nil {
 		return err
 	}
@@ -233,21 +243,7 @@ func reportFetch(e *env, o remoteOpts, verb, url, ws string, rep *remote.CloneRe
 }
 
 func runPull(ctx context.Context, e *env, o remoteOpts, name string) error {
-	ws, err := workspaceArg(o.ws)
-	if err != nil {
-		return err
-	}
-	if err := requireWorkspace(ws); err != nil {
-		return err
-	}
-	if err := refuseServed(ctx, ws, "pull"); err != nil {
-		return err
-	}
-	name, r, err := pickRemote(ws, name)
-	if err != nil {
-		return err
-	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	ws, name, r, c, err := openRemote(ctx, o, name, "pull")
 	if err != nil {
 		return err
 	}
