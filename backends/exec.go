@@ -418,7 +418,7 @@ func (r *Runtime) Exec(ctx context.Context, req *Request, stdout, stderr io.Writ
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if ch, err := ws.Changes(rctx, before, maxChanges); err == nil {
-		res.Changes = ch.Changes
+		res.Changes = coalesceChanges(ch.Changes)
 		res.ChangesTruncated = ch.Next < ch.Last && len(ch.Changes) == maxChanges
 	}
 	cmd := req.File
