@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -90,6 +93,8 @@ func BenchmarkCommitCost(b *testing.B) {
 		}},
 	} {
 		b.Run(w.name, func(b *testing.B) {
+			prof := ccProfile(b, w.name)
+			defer prof.done()
 			var pages, writes, commits, spills, splits int64
 			var commitTime, cpu time.Duration
 			for i := 0; i < b.N; i++ {
@@ -113,7 +118,9 @@ func BenchmarkCommitCost(b *testing.B) {
 				before := db.Stats()
 				cpu0 := ccCPU()
 				b.StartTimer()
+				prof.start()
 				w.run(f, sync, state)
+				prof.stop()
 				b.StopTimer()
 				cpu += ccCPU() - cpu0
 				after := db.Stats()
@@ -140,6 +147,69 @@ func BenchmarkCommitCost(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/n/1000, "cpu-ms/op")
 		})
 	}
+}
+
+// ccProf profiles the timed runs only (not their setup), when
+// CFS_COMMITCOST_PROFILE names a directory: NAME.cpu.N, run N's CPU
+// profile (go tool pprof merges them: DIR/NAME.cpu.*), and NAME.allocs
+// with NAME.allocs-base, the heap profiles after the last run and before
+// the first (go tool pprof -sample_index=alloc_space -base
+// DIR/NAME.allocs-base DIR/NAME.allocs; setups between runs count too).
+type ccProf struct {
+	b    *testing.B
+	dir  string
+	name string
+	cpu  *os.File
+	n    int
+}
+
+func ccProfile(b *testing.B, name string) *ccProf {
+	return &ccProf{b: b, dir: os.Getenv("CFS_COMMITCOST_PROFILE"), name: name}
+}
+
+func (p *ccProf) heap(name string) {
+	runtime.GC()
+	f, err := os.Create(filepath.Join(p.dir, name))
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+func (p *ccProf) start() {
+	if p.dir == "" {
+		return
+	}
+	if p.n == 0 {
+		p.heap(p.name + ".allocs-base")
+	}
+	f, err := os.Create(filepath.Join(p.dir, fmt.Sprintf("%s.cpu.%d", p.name, p.n)))
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	p.cpu = f
+	if err := pprof.StartCPUProfile(f); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+func (p *ccProf) stop() {
+	if p.dir == "" {
+		return
+	}
+	pprof.StopCPUProfile()
+	p.cpu.Close()
+	p.n++
+}
+
+func (p *ccProf) done() {
+	if p.dir == "" || p.n == 0 {
+		return
+	}
+	p.heap(p.name + ".allocs")
 }
 
 // ccCPU is the CPU time (user and system) this process has used.

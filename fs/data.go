@@ -532,6 +532,14 @@ func (f *FS) storedChunkLocked(n *node, idx uint64) (chunkstore.ID, bool, error)
 	var id chunkstore.ID
 	var ok bool
 	err := f.view(func(tx *chunkstore.Tx) error {
+		if n.listUnchecked {
+			if err := f.checkListTx(tx, n); err != nil {
+				return err
+			}
+			if n.damaged != nil {
+				return n.damaged
+			}
+		}
 		v, err := tx.Sealed(bucketChunks).Get(chunkKey(n.attr.Ino, idx))
 		if err != nil {
 			return err

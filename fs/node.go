@@ -60,6 +60,12 @@ type node struct {
 	// chunk list disagrees with its summary, or holds a damaged record):
 	// every read of a committed chunk fails with it (EIO).
 	damaged error
+	// listUnchecked: the file's chunk list has not been checked against
+	// the summary in its inode record since the node was loaded. The
+	// check is one walk of the list; it runs before the first read of a
+	// committed chunk (storedChunkLocked), not at the load, which a stat
+	// or a lookup makes and which needs only the summary's count.
+	listUnchecked bool
 
 	// jflags are coalesced changes not yet in the journal; jparent and
 	// jname the last name the node was known by, for journal paths.
@@ -106,7 +112,15 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		}
 		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
 		n.orphan = a.Nlink == 0 && !a.IsDir()
-		if a.IsRegular() {
+		switch {
+		case !a.IsRegular():
+		case sum.Known:
+			// Sealed with the record: the count st_blocks needs. The
+			// list is checked against it before it is read.
+			n.stored, n.listUnchecked = sum.Count, true
+		default:
+			// A record without a summary (version 1): the list is
+			// counted, and taken as it is.
 			n.stored, n.damaged = verifyListSum(tx, ino, sum)
 		}
 		return nil
@@ -153,6 +167,37 @@ func blocksOf(a *Attr, chunks uint64, chunkSize int) uint64 {
 	}
 	bytes := min(chunks*uint64(chunkSize), (a.Size+4095)&^4095)
 	return bytes / 512
+}
+
+// checkListTx checks n's chunk list against the summary its inode
+// record holds now, in tx, once after the node's load (listUnchecked): a
+// list that disagrees, or holds a damaged record, makes n.damaged, which
+// every read of a committed chunk then returns (EIO). The count is not
+// taken from the walk: n.stored follows the commits since the load, and
+// matches the summary when the list does. Call with mu held.
+func (f *FS) checkListTx(tx *chunkstore.Tx, n *node) error {
+	ino := n.attr.Ino
+	v, err := tx.Sealed(bucketInodes).Get(inoKey(ino))
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		// Not committed yet, or gone since: no committed list to read.
+		n.listUnchecked = false
+		return nil
+	}
+	_, _, sum, err := decodeInodeSum(ino, v)
+	if err != nil {
+		f.log.Error("corrupt inode record", "ino", ino, "err", err)
+		return syscall.EIO
+	}
+	_, damaged := verifyListSum(tx, ino, sum)
+	n.listUnchecked = false
+	if damaged != nil {
+		n.damaged = damaged
+		f.reportDamage(damaged)
+	}
+	return nil
 }
 
 // verifyListSum checks ino's chunk list against its summary (from its

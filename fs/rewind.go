@@ -627,7 +627,7 @@ func (f *FS) afterRewindLocked(eff *rewindEffects) []string {
 			delete(f.jn.flagged, ino)
 			continue
 		}
-		n.attr, n.target, n.stored, n.damaged = a, target, stored, damaged
+		n.attr, n.target, n.stored, n.damaged, n.listUnchecked = a, target, stored, damaged, false
 		n.orphan = a.Nlink == 0 && !a.IsDir()
 		n.version = f.bump()
 		if n.listGen != 0 {
