@@ -1,0 +1,90 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkForkMerge100: a fork made, 100 files (one in every n/100)
+// written in it, then merged, at 1,000 and 100,000 files
+// (CFS_MERGE_FILES=N for another size, e.g. 1000000). Each op is the
+// merge alone (MergeFork after the fork's FS is closed: its last commit
+// is not the merge's). The metrics say where a merge's time goes:
+// bbolt's page writes (pwrite calls, pages allocated) and its
+// write-and-sync time per merge, the merge's own commit (RewindReport),
+// and the same merge with bbolt's fsync off (sync=off), whose difference
+// is the disk's.
+func BenchmarkForkMerge100(b *testing.B) {
+	sizes := []int{1000, 100000}
+	if s := os.Getenv("CFS_MERGE_FILES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = []int{n}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			f, _, files := snapshotWorld(b, n)
+			defer f.Close()
+			for _, sync := range []bool{true, false} {
+				b.Run(fmt.Sprintf("sync=%v", map[bool]string{true: "on", false: "off"}[sync]), func(b *testing.B) {
+					db := f.Store().DB()
+					db.NoSync = !sync
+					defer func() { db.NoSync = false }()
+					ctx := context.Background()
+					var writes, pages int64
+					var writeTime, commit time.Duration
+					round := 0
+					for b.Loop() {
+						b.StopTimer()
+						fi, err := f.CreateFork(ctx, "")
+						if err != nil {
+							b.Fatal(err)
+						}
+						fk, err := f.OpenFork(fi.ID)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i := range 100 {
+							ino := files[i*n/100]
+							if _, err := fk.Open(ino); err != nil {
+								b.Fatal(err)
+							}
+							if _, err := fk.Write(ctx, ino, 0, []byte(fmt.Sprintf("fork %d\n", round)), false); err != nil {
+								b.Fatal(err)
+							}
+							fk.Release(ino)
+						}
+						if err := f.CloseFork(fi.ID); err != nil {
+							b.Fatal(err)
+						}
+						round++
+						before := db.Stats().TxStats
+						b.StartTimer()
+						rep, _, err := f.MergeFork(ctx, fi.ID)
+						b.StopTimer()
+						if err != nil || rep.Records < 200 {
+							b.Fatal(rep, err)
+						}
+						after := db.Stats().TxStats
+						d := after.Sub(&before)
+						writes += d.GetWrite()
+						pages += d.GetPageCount()
+						writeTime += d.GetWriteTime()
+						commit += time.Duration(rep.Seconds * float64(time.Second))
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(writes)/float64(b.N), "page-writes/op")
+					b.ReportMetric(float64(pages)/float64(b.N), "page-allocs/op")
+					b.ReportMetric(float64(writeTime.Microseconds())/1000/float64(b.N), "write+sync-ms/op")
+					b.ReportMetric(float64(commit.Microseconds())/1000/float64(b.N), "rewind-ms/op")
+				})
+			}
+		})
+	}
+}
