@@ -62,11 +62,11 @@ func CheckWith(store *chunkstore.Store, o CheckOptions) (*CheckReport, error) {
 }
 
 type checker struct {
-	tx     *chunkstore.Tx
-	store  *chunkstore.Store
+	tx    *chunkstore.Tx
+	store *chunkstore.Store
 	// forks are the forks found (checkForks), their records recovered
 	// where damaged; nil until checked.
-	forks map[string]ForkInfo
+	forks  map[string]ForkInfo
 	rep    *CheckReport
 	repair bool
 	cs     uint64

@@ -205,14 +205,20 @@ func TestForkDamage(t *testing.T) {
 		{
 			name: "a directory entry",
 			damage: func(t *testing.T, st *chunkstore.Store, x fixture) {
-				st.Update(func(tx *chunkstore.Tx) error { flip(t, forkRaw(tx.Tx, bucketDirents), direntKey(x.dir, "new")); return nil })
+				st.Update(func(tx *chunkstore.Tx) error {
+					flip(t, forkRaw(tx.Tx, bucketDirents), direntKey(x.dir, "new"))
+					return nil
+				})
 			},
 			want: []string{"fork hurt: /dir/new: workspace record damaged"},
 		},
 		{
 			name: "a chunk list record",
 			damage: func(t *testing.T, st *chunkstore.Store, x fixture) {
-				st.Update(func(tx *chunkstore.Tx) error { flip(t, forkRaw(tx.Tx, bucketChunks), chunkKey(x.newFile, 1)); return nil })
+				st.Update(func(tx *chunkstore.Tx) error {
+					flip(t, forkRaw(tx.Tx, bucketChunks), chunkKey(x.newFile, 1))
+					return nil
+				})
 			},
 			want: []string{"fork hurt: /dir/new: bytes 4096 to 8192: workspace record damaged"},
 		},
