@@ -17,7 +17,8 @@ import (
 // bbolt's page writes (pwrite calls, pages allocated) and its
 // write-and-sync time per merge, the merge's own commit (RewindReport),
 // and the same merge with bbolt's fsync off (sync=off), whose difference
-// is the disk's.
+// is the disk's; and, beside it, the live undo of an exec that wrote the
+// same files (the same rewind engine).
 func BenchmarkForkMerge100(b *testing.B) {
 	sizes := []int{1000, 100000}
 	if s := os.Getenv("CFS_MERGE_FILES"); s != "" {
@@ -32,7 +33,7 @@ func BenchmarkForkMerge100(b *testing.B) {
 			f, _, files := snapshotWorld(b, n)
 			defer f.Close()
 			for _, sync := range []bool{true, false} {
-				b.Run(fmt.Sprintf("sync=%v", map[bool]string{true: "on", false: "off"}[sync]), func(b *testing.B) {
+				b.Run(fmt.Sprintf("merge/sync=%v", map[bool]string{true: "on", false: "off"}[sync]), func(b *testing.B) {
 					db := f.Store().DB()
 					db.NoSync = !sync
 					defer func() { db.NoSync = false }()
@@ -89,6 +90,55 @@ func BenchmarkForkMerge100(b *testing.B) {
 					b.ReportMetric(float64(writeTime.Microseconds())/1000/float64(b.N), "write+sync-ms/op")
 					b.ReportMetric(float64(commit.Microseconds())/1000/float64(b.N), "rewind-ms/op")
 					b.ReportMetric(float64(closing.Microseconds())/1000/float64(b.N), "close-fork-ms/op")
+				})
+			}
+			// The live undo of an exec that wrote the same files, for
+			// comparison: the same rewind engine, no fork.
+			for _, sync := range []bool{true, false} {
+				b.Run(fmt.Sprintf("undo/sync=%v", map[bool]string{true: "on", false: "off"}[sync]), func(b *testing.B) {
+					db := f.Store().DB()
+					db.NoSync = !sync
+					defer func() { db.NoSync = false }()
+					ctx := context.Background()
+					var writes int64
+					var writeTime time.Duration
+					round := 0
+					for b.Loop() {
+						b.StopTimer()
+						id := fmt.Sprintf("undo-%v-%d", sync, round)
+						cp, err := f.BeginExec(ctx, id)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i := range 100 {
+							ino := files[i*n/100]
+							if _, err := f.Open(ino); err != nil {
+								b.Fatal(err)
+							}
+							if _, err := f.Write(ctx, ino, 0, []byte(fmt.Sprintf("exec %d\n", round)), false); err != nil {
+								b.Fatal(err)
+							}
+							f.Release(ino)
+						}
+						if _, err := f.EndExec(ctx, cp, ExecRecord{Backend: "bench", Command: id}); err != nil {
+							b.Fatal(err)
+						}
+						round++
+						before := db.Stats().TxStats
+						b.StartTimer()
+						_, rep, _, err := f.Undo(ctx, UndoOptions{Exec: id})
+						b.StopTimer()
+						if err != nil || rep.Records < 200 {
+							b.Fatal(rep, err)
+						}
+						after := db.Stats().TxStats
+						d := after.Sub(&before)
+						writes += d.GetWrite()
+						writeTime += d.GetWriteTime()
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(writes)/float64(b.N), "page-writes/op")
+					b.ReportMetric(float64(writeTime.Microseconds())/1000/float64(b.N), "write+sync-ms/op")
 				})
 			}
 		})
