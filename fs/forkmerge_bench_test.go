@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -142,5 +144,94 @@ func BenchmarkForkMerge100(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// TestMergePages says which bbolt pages, by bucket, a merge of a fork
+// that wrote 100 files (one in every n/100) writes into a workspace of n
+// files, and the live undo of an exec that wrote the same files: the
+// pages a commit wrote are the page ids a walk of the file finds after it
+// and not before (TestCommitPages). A measurement, not a check: set
+// CFS_MERGE_PAGES=N (files).
+func TestMergePages(t *testing.T) {
+	s := os.Getenv("CFS_MERGE_PAGES")
+	if s == "" {
+		t.Skip("a measurement: set CFS_MERGE_PAGES=N (files)")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, path, files := snapshotWorld(t, n)
+	defer f.Close()
+	ctx := context.Background()
+	write := func(g *FS, data string) {
+		for i := range 100 {
+			ino := files[i*n/100]
+			if _, err := g.Open(ino); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Write(ctx, ino, 0, []byte(data), false); err != nil {
+				t.Fatal(err)
+			}
+			g.Release(ino)
+		}
+	}
+	diff := func(what string, before, after map[uint64]string) {
+		by := map[string]int{}
+		sum := 0
+		for id, b := range after {
+			if before[id] != b {
+				by[b]++
+				sum++
+			}
+		}
+		var names []string
+		for b := range by {
+			names = append(names, b)
+		}
+		sort.Strings(names)
+		var out strings.Builder
+		for _, b := range names {
+			fmt.Fprintf(&out, "  %-28s %5d\n", b, by[b])
+		}
+		t.Logf("%s, %d files: pages written, by bucket (meta pages not counted):\n%s  %-28s %5d", what, n, out.String(), "total", sum)
+	}
+	for round := range 2 {
+		fi, err := f.CreateFork(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fk, err := f.OpenFork(fi.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(fk, fmt.Sprintf("fork %d\n", round))
+		if err := f.CloseFork(fi.ID); err != nil {
+			t.Fatal(err)
+		}
+		before := pagesByBucket(t, path)
+		if _, _, err := f.MergeFork(ctx, fi.ID); err != nil {
+			t.Fatal(err)
+		}
+		diff(fmt.Sprintf("merge %d", round), before, pagesByBucket(t, path))
+
+		id := fmt.Sprintf("exec-%d", round)
+		cp, err := f.BeginExec(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(f, fmt.Sprintf("exec %d\n", round))
+		if _, err := f.EndExec(ctx, cp, ExecRecord{Backend: "bench", Command: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before = pagesByBucket(t, path)
+		if _, _, _, err := f.Undo(ctx, UndoOptions{Exec: id}); err != nil {
+			t.Fatal(err)
+		}
+		diff(fmt.Sprintf("undo %d", round), before, pagesByBucket(t, path))
 	}
 }
