@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -54,14 +55,18 @@ func CheckWith(store *chunkstore.Store, o CheckOptions) (*CheckReport, error) {
 		progress = func(string, uint64, uint64) {}
 	}
 	err := run(func(tx *chunkstore.Tx) error {
-		c := checker{tx: tx, rep: rep, repair: o.Repair, cs: uint64(store.ChunkSize()), lostWhy: make(map[Ino]string), progress: progress}
+		c := checker{tx: tx, store: store, rep: rep, repair: o.Repair, cs: uint64(store.ChunkSize()), lostWhy: make(map[Ino]string), progress: progress}
 		return c.run()
 	})
 	return rep, err
 }
 
 type checker struct {
-	tx     *chunkstore.Tx
+	tx    *chunkstore.Tx
+	store *chunkstore.Store
+	// forks are the forks found (checkForks), their records recovered
+	// where damaged; nil until checked.
+	forks  map[string]ForkInfo
 	rep    *CheckReport
 	repair bool
 	cs     uint64
@@ -396,14 +401,17 @@ func (c *checker) run() error {
 	if err := historyChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
 		c.problem("snapshot history: %v", err)
 	}
-	// So do the forks' chunk-list records (fork.go).
-	if err := forkChunkRefs(c.tx, func(id chunkstore.ID) {
-		counted[id]++
-		if stored[id] == 0 || damaged[id] {
-			c.problem("a fork's file uses chunk %s, which is missing or damaged: reading it there in that fork fails (discard the fork, or write the file again in it)", id.Short())
+	// So do the forks' chunk-list records (fork.go); each fork's records
+	// are checked against the tree it sees.
+	forkRefsKnown := true
+	if err := forkChunkRefs(c.tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
+		forkRefsKnown = false
+		if !errors.Is(err, errForkRefs) {
+			c.problem("forks: %v", err)
 		}
-	}); err != nil {
-		c.problem("forks: %v", err)
+	}
+	if err := c.checkForkTrees(func(id chunkstore.ID) bool { return stored[id] != 0 && !damaged[id] }); err != nil {
+		return err
 	}
 	// Summaries (in the inode records) against the lists: a record lost
 	// or changed (its key damaged, its page misrouted) shows only here.
@@ -555,6 +563,10 @@ func (c *checker) run() error {
 		}
 		if refs := stored[id]; refs != counted[id] {
 			c.problem("chunk %s has reference count %d, but %d references", id.Short(), refs, counted[id])
+			if c.repair && refs > counted[id] && !forkRefsKnown {
+				c.fixed("left the reference count of chunk %s at %d: a fork's damaged chunk list records may hold it (discard or repair the fork first)", id.Short(), refs)
+				continue
+			}
 			if c.repair {
 				if err := c.tx.SetRefs(id, counted[id]); err != nil {
 					return err
@@ -1079,14 +1091,16 @@ func historyChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
 }
 
 // forkChunkRefs calls fn with the chunk of every chunk-list record of
-// every fork (fork.go): each holds a reference. A damaged record is an
-// error: its reference cannot be told.
+// every fork (fork.go): each holds a reference. Damaged records are
+// passed over and then reported (errForkRefs): their references cannot
+// be told.
 func forkChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
 	fb := tx.Bucket(bucketForks)
 	if fb == nil {
 		return nil
 	}
-	return fb.ForEach(func(k, v []byte) error {
+	var damaged []string
+	err := fb.ForEach(func(k, v []byte) error {
 		if v != nil {
 			return fmt.Errorf("%w: a value %q where a fork's bucket belongs", errBadRecord, k)
 		}
@@ -1094,62 +1108,101 @@ func forkChunkRefs(tx *chunkstore.Tx, fn func(chunkstore.ID)) error {
 		if b == nil {
 			return fmt.Errorf("fork %s: %w: no chunk list bucket", k, errBadRecord)
 		}
-		return sealed.OverlayRecords(b, forkSealName(string(k), bucketChunks), func(_, v []byte, tomb bool) error {
-			if !tomb && len(v) == chunkstore.IDSize {
+		w := sealed.Wrap(b, forkSealName(string(k), bucketChunks), 0)
+		return b.ForEach(func(ck, _ []byte) error {
+			v, _, err := w.OverlayGet(ck)
+			switch {
+			case err != nil:
+				damaged = append(damaged, fmt.Sprintf("fork %s: %s", k, describeKey(string(bucketChunks), ck)))
+			case len(v) == chunkstore.IDSize:
 				fn(chunkstore.ID(v))
 			}
 			return nil
 		})
 	})
+	if err == nil && len(damaged) > 0 {
+		err = fmt.Errorf("%w: %s", errForkRefs, strings.Join(damaged, "; "))
+	}
+	return err
 }
 
-// checkForks verifies every fork's record and the seals of its records,
-// and counts them (each fork's inode range and pin are checked with the
-// pins: checkVersions).
+// checkForks verifies every fork's record and the seals of its records
+// (each fork's inode range and pin are checked with the pins:
+// checkVersions). A damaged record is recovered from the fork's pin and
+// meta where they tell it (rewritten on repair), so that its pin is not
+// taken for a stray one.
 func (c *checker) checkForks() (map[string]ForkInfo, error) {
 	forks := make(map[string]ForkInfo)
-	fb := c.tx.Bucket(bucketForks)
-	if fb == nil {
-		return forks, nil
+	c.forks = forks
+	ids, values := forkIDs(c.tx.Tx)
+	for _, k := range values {
+		c.problem("forks: a value %q where a fork's bucket belongs", k)
 	}
-	var ids []string
-	fb.ForEach(func(k, v []byte) error {
-		if v != nil {
-			c.problem("forks: a value %q where a fork's bucket belongs", k)
-			return nil
-		}
-		ids = append(ids, string(k))
-		return nil
-	})
 	for _, id := range ids {
-		fi, b, err := readForkRecord(c.tx.Tx, id)
+		fi, b, recovered, err := readForkRecordOrRecover(c.tx.Tx, id)
+		if err != nil {
+			c.problem("fork %s: its record: %v (discard the fork: computerfs fork discard)", id, err)
+			continue
+		}
+		if recovered {
+			c.problem("fork %s: its record is damaged; rebuilt from its pin and its inode numbers, it branched at commit %d", id, fi.Epoch)
+			if c.repair {
+				if err := sealed.Wrap(b, bucketForks, fi.Epoch).Put(keyForkRecord, encodeForkRecord(&fi)); err != nil {
+					return nil, err
+				}
+				c.fixed("rewrote the record of fork %s (branched at commit %d; its root at that commit is not known again)", id, fi.Epoch)
+			}
+		}
+		forks[id] = fi
+		var namer *forkNamer
+		forkRecordDamage(id, b, func(bucket, k []byte, err error) {
+			what := string(bucket)
+			if k != nil {
+				if namer == nil {
+					if fx, ferr := forkView(c.store, c.tx.Tx, fi); ferr == nil {
+						n := newForkNamer(fx, fi, c.cs)
+						namer = &n
+					}
+				}
+				if namer != nil {
+					what = namer.key(string(bucket), k)
+				} else {
+					what = string(bucket) + " " + describeKey(string(bucket), k)
+				}
+			}
+			c.problem("fork %s: %s: %v (the fork fails there with EIO; discard it, or write the file again in it)", id, what, err)
+		})
+	}
+	return forks, nil
+}
+
+// checkForkTrees checks each fork's records against the tree the fork
+// sees (forkTreeProblems).
+func (c *checker) checkForkTrees(chunkOK func(chunkstore.ID) bool) error {
+	if c.forks == nil {
+		if _, err := c.checkForks(); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, 0, len(c.forks))
+	for id := range c.forks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fi := c.forks[id]
+		b := forkBucket(c.tx.Tx, id)
+		if b == nil {
+			continue
+		}
+		fx, err := forkView(c.store, c.tx.Tx, fi)
 		if err != nil {
 			c.problem("fork %s: %v", id, err)
 			continue
 		}
-		forks[id] = fi
-		for _, o := range forkOwn {
-			ob := b.Bucket(o.name)
-			if ob == nil {
-				c.problem("fork %s: bucket %s missing", id, o.name)
-				continue
-			}
-			name := forkSealName(id, o.name)
-			ob.ForEach(func(k, v []byte) error {
-				var err error
-				if o.overlay {
-					_, _, err = sealed.Wrap(ob, name, 0).OverlayGet(k)
-				} else if v == nil {
-					err = fmt.Errorf("a nested bucket")
-				} else {
-					_, err = sealed.Open(name, k, v)
-				}
-				if err != nil {
-					c.problem("fork %s: %s record %s: %v", id, o.name, sealed.KeyString(k), err)
-				}
-				return nil
-			})
+		for _, p := range forkTreeProblems(fx, fi, b, c.cs, chunkOK) {
+			c.problem("%s", p)
 		}
 	}
-	return forks, nil
+	return nil
 }

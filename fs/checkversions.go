@@ -47,7 +47,11 @@ func (c *checker) checkVersions() error {
 		}
 		epoch, name := binary.BigEndian.Uint64(k), k[8:]
 		if id, ok := isForkPin(name); ok {
-			if fi, ok := forks[id]; !ok || fi.Epoch != epoch {
+			if _, ok := forks[id]; !ok && forkBucket(c.tx.Tx, id) != nil {
+				// A fork whose record cannot be read (reported with
+				// the forks): its pin stays while it does.
+				forkPinned[id] = true
+			} else if fi, ok := forks[id]; !ok || fi.Epoch != epoch {
 				c.problem("fork pin %q at commit %d: no such fork from that commit (it keeps old versions for nothing)", id, epoch)
 				drop = append(drop, bytes.Clone(k))
 			} else {

@@ -108,6 +108,9 @@ type ForkInfo struct {
 	Records int `json:"records"`
 	// Open says whether an FS serves it now.
 	Open bool `json:"open"`
+	// Damaged says its record is damaged (fsck --repair rebuilds it):
+	// it cannot be opened or merged, only discarded.
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // ErrForkExists and ErrNoFork are returned for fork IDs taken or
@@ -375,10 +378,11 @@ func ListForks(store *chunkstore.Store) ([]ForkInfo, error) {
 			if v != nil {
 				return fmt.Errorf("forks: %w: a value %q where a fork's bucket belongs", errBadRecord, k)
 			}
-			fi, b, err := readForkRecord(tx.Tx, string(k))
+			fi, b, recovered, err := readForkRecordOrRecover(tx.Tx, string(k))
 			if err != nil {
 				return err
 			}
+			fi.Damaged = recovered
 			for _, o := range forkOwn {
 				if o.overlay {
 					if ob := b.Bucket(o.name); ob != nil {
@@ -522,7 +526,8 @@ func DiscardForkStore(store *chunkstore.Store, id string) (*ForkDropReport, erro
 // dropForkTx deletes fork id: its bucket, its pin, the versions only it
 // pinned, and the chunk references of its records.
 func dropForkTx(tx *chunkstore.Tx, id string) (*ForkDropReport, error) {
-	fi, b, err := readForkRecord(tx.Tx, id)
+	// A fork whose record is damaged can still go: its epoch is its pin's.
+	fi, b, _, err := readForkRecordOrRecover(tx.Tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -536,19 +541,26 @@ func dropForkTx(tx *chunkstore.Tx, id string) (*ForkDropReport, error) {
 		if ob == nil {
 			continue
 		}
-		err := sealed.OverlayRecords(ob, forkSealName(id, o.name), func(k, v []byte, tomb bool) error {
+		w := sealed.Wrap(ob, forkSealName(id, o.name), 0)
+		err := ob.ForEach(func(k, _ []byte) error {
 			rep.Records++
-			if bytes.Equal(o.name, bucketChunks) && !tomb && len(v) == chunkstore.IDSize {
+			v, _, err := w.OverlayGet(k)
+			if err != nil {
+				// A damaged record of the fork: its chunk keeps a
+				// reference too many, which fsck repairs; the fork
+				// goes all the same.
+				if errors.Is(err, sealed.ErrDamaged) {
+					return nil
+				}
+				return err
+			}
+			if bytes.Equal(o.name, bucketChunks) && v != nil && len(v) == chunkstore.IDSize {
 				unref = append(unref, chunkstore.ID(v))
 			}
 			return nil
 		})
 		if err != nil {
-			// A damaged record of the fork: its chunk keeps a reference
-			// too many, which fsck repairs; the fork goes all the same.
-			if !errors.Is(err, sealed.ErrDamaged) {
-				return nil, err
-			}
+			return nil, err
 		}
 	}
 	fb := tx.Bucket(bucketForks)

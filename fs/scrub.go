@@ -235,8 +235,13 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 		}
 	}
 
+	forks, err := scrubForkRecords(ctx, store, opts.Batch, bad, rep, pace)
+	if err != nil {
+		return rep, fmt.Errorf("scrub: %w", err)
+	}
+
 	// Paths, and the suspects checked again, in one transaction.
-	err := store.View(func(tx *chunkstore.Tx) error {
+	err = store.View(func(tx *chunkstore.Tx) error {
 		names := make(map[Ino]dirName)
 		tx.Sealed(bucketDirents).Walk(func(k, v []byte, damage error) error {
 			if damage == nil && len(k) > 8 {
@@ -284,6 +289,7 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 				rep.Damage = append(rep.Damage, d.what)
 			}
 		}
+		rep.Damage = append(rep.Damage, forks.report(store, tx, bad)...)
 		return nil
 	})
 	sort.Strings(rep.Damage)
@@ -303,4 +309,202 @@ func inodeGone(tx *chunkstore.Tx, ino Ino) (Attr, bool, error) {
 	}
 	a, _, err := decodeInode(ino, v)
 	return a, false, err
+}
+
+// forkScrub is what a scrub found in the forks' records, by fork.
+type forkScrub map[string]*forkFound
+
+type forkFound struct {
+	damaged  []forkRecordFault // records whose seal or tag failed
+	suspects []Ino             // regular files the fork changed, their lists checked against their summaries at the end
+	uses     []forkChunkUse    // chunk-list records naming a damaged chunk
+	record   error             // the fork's own record, if damaged
+}
+
+type forkRecordFault struct {
+	bucket, key []byte
+	err         error
+}
+
+type forkChunkUse struct {
+	key []byte
+	id  chunkstore.ID
+	why string
+}
+
+// scrubForkRecords verifies the seals of every fork's records (forks/ID,
+// fork.go), a batch per read transaction, noting the chunk-list records
+// that name a damaged chunk and the files whose lists are to be checked
+// against their summaries. A fork merged or discarded meanwhile is left.
+func scrubForkRecords(ctx context.Context, store *chunkstore.Store, batch int, bad map[chunkstore.ID]string, rep *ScrubReport, pace func() error) (forkScrub, error) {
+	out := make(forkScrub)
+	var ids []string
+	if err := store.View(func(tx *chunkstore.Tx) error {
+		var values []string
+		ids, values = forkIDs(tx.Tx)
+		for _, k := range values {
+			rep.Damage = append(rep.Damage, fmt.Sprintf("forks: a value %q where a fork's bucket belongs", k))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		ff := &forkFound{}
+		out[id] = ff
+		gone := false
+		if err := store.View(func(tx *chunkstore.Tx) error {
+			rep.Records++
+			if forkBucket(tx.Tx, id) == nil {
+				gone = true
+				return nil
+			}
+			_, _, ff.record = readForkRecord(tx.Tx, id)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for _, o := range forkOwn {
+			if gone {
+				break
+			}
+			name := forkSealName(id, o.name)
+			var after []byte
+			for {
+				err := store.View(func(tx *chunkstore.Tx) error {
+					b := forkBucket(tx.Tx, id)
+					if b == nil {
+						gone, after = true, nil
+						return nil
+					}
+					ob := b.Bucket(o.name)
+					if ob == nil {
+						ff.damaged = append(ff.damaged, forkRecordFault{bucket: o.name, err: fmt.Errorf("bucket missing")})
+						after = nil
+						return nil
+					}
+					w := sealed.Wrap(ob, name, 0)
+					c := ob.Cursor()
+					k, raw := c.First()
+					if after != nil {
+						if k, raw = c.Seek(after); bytes.Equal(k, after) {
+							k, raw = c.Next()
+						}
+					}
+					for i := 0; k != nil && i < batch; i++ {
+						rep.Records++
+						var v []byte
+						var err error
+						switch {
+						case o.overlay:
+							v, _, err = w.OverlayGet(k)
+						case raw == nil:
+							err = fmt.Errorf("a nested bucket where a record belongs")
+						default:
+							_, err = sealed.Open(name, k, raw)
+						}
+						switch {
+						case err != nil:
+							ff.damaged = append(ff.damaged, forkRecordFault{bucket: o.name, key: bytes.Clone(k), err: err})
+						case v == nil:
+						case bytes.Equal(o.name, bucketChunks) && len(k) == 16 && len(v) == chunkstore.IDSize:
+							if why, ok := bad[chunkstore.ID(v)]; ok {
+								ff.uses = append(ff.uses, forkChunkUse{key: bytes.Clone(k), id: chunkstore.ID(v), why: why})
+							}
+						case bytes.Equal(o.name, bucketInodes) && len(k) == 8:
+							if a, _, sum, err := decodeInodeSum(keyIno(k), v); err == nil && a.IsRegular() && sum.Known {
+								ff.suspects = append(ff.suspects, keyIno(k))
+							}
+						}
+						after = bytes.Clone(k)
+						k, raw = c.Next()
+					}
+					if k == nil {
+						after = nil
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				if err := pace(); err != nil {
+					return nil, err
+				}
+				if after == nil {
+					break
+				}
+			}
+		}
+		if gone {
+			delete(out, id)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// report names what the scrub found in the forks, each line by fork ID
+// and path, in tx (the forks' chunk lists checked again against their
+// summaries, and their records against the trees they see).
+func (fs forkScrub) report(store *chunkstore.Store, tx *chunkstore.Tx, bad map[chunkstore.ID]string) []string {
+	ids := make([]string, 0, len(fs))
+	for id := range fs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	cs := uint64(store.ChunkSize())
+	var out []string
+	for _, id := range ids {
+		ff := fs[id]
+		fi, b, recovered, err := readForkRecordOrRecover(tx.Tx, id)
+		if b == nil {
+			continue // merged or discarded since
+		}
+		if ff.record != nil || recovered {
+			why := ff.record
+			if why == nil {
+				_, _, why = readForkRecord(tx.Tx, id)
+			}
+			out = append(out, fmt.Sprintf("fork %s: its record: %v (it cannot be opened or merged; fsck --repair rebuilds it, or discard the fork)", id, why))
+		}
+		if err != nil {
+			continue
+		}
+		fx, err := forkView(store, tx.Tx, fi)
+		if err != nil {
+			continue
+		}
+		n := newForkNamer(fx, fi, cs)
+		for _, d := range ff.damaged {
+			what := string(d.bucket)
+			if d.key != nil {
+				what = n.key(string(d.bucket), d.key)
+			}
+			out = append(out, n.damage(what, "%v", d.err))
+		}
+		for _, u := range ff.uses {
+			out = append(out, n.damage(n.key(string(bucketChunks), u.key), "chunk %s: %s", u.id.Short(), u.why))
+		}
+		for _, ino := range ff.suspects {
+			want, err := storedListSum(fx, ino)
+			if err == nil {
+				_, err = verifyListSum(fx, ino, want)
+			}
+			if err != nil {
+				out = append(out, n.damage(n.path(ino), "%v", err))
+			}
+		}
+		// Cross-references (chunks are checked above: only a missing
+		// one is news here).
+		out = append(out, forkTreeProblems(fx, fi, b, cs, func(id chunkstore.ID) bool {
+			if _, ok := bad[id]; ok {
+				return true // reported above, by the record that uses it
+			}
+			has, err := tx.Has(id)
+			return err == nil && has
+		})...)
+	}
+	return out
 }

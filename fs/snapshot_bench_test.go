@@ -12,7 +12,7 @@ import (
 
 // snapshotWorld makes a workspace of n small files in directories of
 // 1,000, committed, and returns it open.
-func snapshotWorld(b *testing.B, n int) (*FS, string, []Ino) {
+func snapshotWorld(b testing.TB, n int) (*FS, string, []Ino) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "ws.cfs")
 	f, err := Open(path, Options{Logger: quietLog()})

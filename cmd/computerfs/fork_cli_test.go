@@ -172,7 +172,7 @@ func TestExecForkContainer(t *testing.T) {
 	checkFile(t, filepath.Join(mnt, "proj/README"), []byte("forked\nagain\n"))
 	checkFile(t, filepath.Join(mnt, "proj/build/out"), []byte("built\n"))
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mounts), "(fork fork1)") || strings.Contains(string(mounts), "fork-fork1-") {
+	if strings.Contains(string(mounts), "(fork fork1 ") || strings.Contains(string(mounts), "fork-fork1-") {
 		t.Errorf("the fork's mount outlived its merge:\n%s", mounts)
 	}
 }

@@ -72,3 +72,44 @@ func TestScrub(t *testing.T) {
 		t.Errorf("a second scrub found nothing: scrub changed the store: %v", r)
 	}
 }
+
+// TestScrubFork: a byte flipped in a fork's record (the entry of a file
+// an exec made in the fork) makes scrub and fsck fail, each naming the
+// fork and the file's path in it; the fork can still be discarded, and
+// fsck is clean after.
+func TestScrubFork(t *testing.T) {
+	needFUSE(t)
+	home, ws, mnt := tempWorkspace(t)
+	makeStore(t, home, ws, mnt, map[string][]byte{"README": []byte("hello\n")})
+	r, err := runCfs(home, "", nil, "exec", "-w", ws, "-b", "shell", "--fork", "--", "mkdir -p /d && echo in the fork > /d/made")
+	if err != nil || r.code != 0 || !strings.Contains(r.stderr, "fork fork1 kept") {
+		t.Fatalf("exec --fork: %v %v", r, err)
+	}
+	if r := cli(t, home, "scrub", ws); r.code != 0 || !strings.Contains(r.stdout, "\nclean\n") {
+		t.Fatalf("scrub with a fork: %v", r)
+	}
+	updateStore(t, ws, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("forks")).Bucket([]byte("fork1")).Bucket([]byte("dirents"))
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if strings.HasSuffix(string(k), "made") {
+				nv := bytes.Clone(v)
+				nv[len(nv)/2] ^= 4
+				return b.Put(bytes.Clone(k), nv)
+			}
+		}
+		return fmt.Errorf("no entry of made in the fork")
+	})
+	for _, cmd := range []string{"scrub", "fsck"} {
+		r := cli(t, home, cmd, ws)
+		if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "fork fork1: /d/made: workspace record damaged") {
+			t.Errorf("%s of a damaged fork: %v", cmd, r)
+		}
+	}
+	if r := cli(t, home, "fork", "-w", ws, "discard", "fork1"); r.code != 0 {
+		t.Fatalf("discard the damaged fork: %v", r)
+	}
+	if r := cli(t, home, "fsck", ws); r.code != 0 {
+		t.Errorf("fsck after the discard: %v", r)
+	}
+}

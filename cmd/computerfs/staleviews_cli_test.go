@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// TestStaleViews: a daemon killed with SIGKILL leaves its policy view
-// mounted, dead, as it leaves its main mount; `computerfs umount` of the
-// main mount detaches both, and so does the next mount of the workspace
-// at that mountpoint. Judged from mountinfo.
+// TestStaleViews: a daemon killed with SIGKILL leaves its policy view and
+// the container's mount of a fork mounted, dead, as it leaves its main
+// mount; `computerfs umount` of the main mount detaches them all, and so
+// does the next mount of the workspace at that mountpoint. Judged from
+// mountinfo.
 func TestStaleViews(t *testing.T) {
 	needContainers(t)
 	home, ws, mnt := tempWorkspace(t)
@@ -26,8 +27,12 @@ func TestStaleViews(t *testing.T) {
 		if r, err := runCfs(home, "", nil, "exec", "-w", ws, "-b", "container", "--", "true"); err != nil || r.code != 0 {
 			t.Fatalf("exec: %v %v", r, err)
 		}
-		if n := viewMounts(t, mnt); n != 1 {
-			t.Fatalf("policy views while the daemon runs: %d", n)
+		// A fork left unmerged keeps its mount for the container.
+		if r, err := runCfs(home, "", nil, "exec", "-w", ws, "-b", "container", "--fork", "--", "touch made-in-fork"); err != nil || r.code != 0 {
+			t.Fatalf("exec --fork: %v %v", r, err)
+		}
+		if n := viewMounts(t, mnt); n != 2 {
+			t.Fatalf("policy view and fork mount while the daemon runs: %d", n)
 		}
 		syscall.Kill(-p.pid(), syscall.SIGKILL)
 		select {
@@ -35,8 +40,8 @@ func TestStaleViews(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("the daemon survived SIGKILL")
 		}
-		if n := viewMounts(t, mnt); n != 1 {
-			t.Fatalf("policy views after SIGKILL: %d (the kernel keeps them: the test needs one)", n)
+		if n := viewMounts(t, mnt); n != 2 {
+			t.Fatalf("policy view and fork mount after SIGKILL: %d (the kernel keeps them: the test needs both)", n)
 		}
 	}
 

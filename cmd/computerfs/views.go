@@ -149,7 +149,7 @@ func (v *policyViews) mountFork(api *workspace.WS) func(fork, backend string, ru
 		if err := os.Mkdir(mnt, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("mount of fork %s: %w", fork, err)
 		}
-		s, err := fusefs.Mount(fk, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (fork " + fork + ")", Rules: rules})
+		s, err := fusefs.Mount(fk, mnt, fusefs.Options{AllowOther: v.allowOther, Logger: v.log, FsName: v.fsName + " (fork " + fork + " for " + backend + viewSuffix, Rules: rules})
 		if err != nil {
 			return "", fmt.Errorf("mount of fork %s: %w", fork, err)
 		}
@@ -261,10 +261,12 @@ func (v *policyViews) close(ctx context.Context) {
 }
 
 // viewSuffix ends the FUSE source of every policy view (Options.FsName:
-// the plain mount's mountpoint, then " (ID policy view)").
+// the plain mount's mountpoint, then " (ID policy view)"), and of every
+// fork's mount (" (fork FORK for ID policy view)"), so that a killed
+// daemon's are all found and detached (detachStaleViews).
 const viewSuffix = " policy view)"
 
-// detachStaleViews detaches the policy views of mountpoint mnt left by a
+// detachStaleViews detaches the policy views (forks' mounts included) of mountpoint mnt left by a
 // daemon that is gone (killed: their FUSE connection answers statfs with ENOTCONN),
 // and removes their mountpoints; it returns how many it detached. A live
 // daemon's views answer, and are left alone. umount of the plain mount
