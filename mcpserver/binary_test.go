@@ -111,15 +111,15 @@ func startUntil(t *testing.T, cmd *exec.Cmd, want string) <-chan struct{} {
 
 // connectStdio spawns `computerfs mcp -w WS` as an agent host does and
 // connects the Go SDK's client to it.
-func connectStdio(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf) {
+func connectStdio(t *testing.T, home, ws string, flags ...string) (*mcp.ClientSession, *lockedBuf) {
 	t.Helper()
-	cs, logs, _ := connectStdioCmd(t, home, ws)
+	cs, logs, _ := connectStdioCmd(t, home, ws, flags...)
 	return cs, logs
 }
 
-func connectStdioCmd(t *testing.T, home, ws string) (*mcp.ClientSession, *lockedBuf, *exec.Cmd) {
+func connectStdioCmd(t *testing.T, home, ws string, flags ...string) (*mcp.ClientSession, *lockedBuf, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), "mcp", "-w", ws)
+	cmd := exec.Command(filepath.Join(bins(t), "computerfs"), append([]string{"mcp", "-w", ws}, flags...)...)
 	cmd.Env = cfsEnv(home)
 	logs := &lockedBuf{}
 	cmd.Stderr = logs
@@ -138,20 +138,28 @@ func connectStdioCmd(t *testing.T, home, ws string) (*mcp.ClientSession, *locked
 }
 
 // Over stdio, as Claude Code spawns it, with a daemon holding the
-// workspace and without one: the same tools and answers, stdout the
-// protocol's alone (any stray byte would break the session).
+// workspace (which takes the session: mcp hands it its stdio; or, with
+// --no-handoff, mcp serves it and calls the daemon) and without one: the
+// same tools and answers, stdout the protocol's alone (any stray byte
+// would break the session).
 func TestStdio(t *testing.T) {
-	for _, daemon := range []bool{true, false} {
-		name := "no daemon"
-		if daemon {
-			name = "daemon"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		daemon  bool
+		flags   []string
+		wantLog string
+	}{
+		{"daemon", true, nil, "handed to the daemon"},
+		{"daemon, no handoff", true, []string{"--no-handoff"}, "through the daemon"},
+		{"no daemon", false, nil, "on the store, no daemon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			daemon := tc.daemon
 			home, ws := binWorkspace(t)
 			if daemon {
 				startServe(t, home, ws)
 			}
-			cs, logs, cmd := connectStdioCmd(t, home, ws)
+			cs, logs, cmd := connectStdioCmd(t, home, ws, tc.flags...)
 			ok(t, cs, "write", map[string]any{"file_path": "/src/main.go", "content": "package main\n\nfunc main() {}\n"})
 			c := ok(t, cs, "snapshot", map[string]any{"name": "before"})
 			if !strings.Contains(c.text, "snapshot before: the workspace as of commit") {
@@ -226,11 +234,8 @@ func TestStdio(t *testing.T) {
 			if !strings.HasPrefix(c.text, "still\n") {
 				t.Errorf("exec with no stdin: %s", c.text)
 			}
-			if daemon && !strings.Contains(logs.String(), "through the daemon") {
-				t.Errorf("mcp did not use the daemon:\n%s", logs)
-			}
-			if !daemon && !strings.Contains(logs.String(), "on the store, no daemon") {
-				t.Errorf("mcp did not open the store:\n%s", logs)
+			if !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("mcp's log does not say %q:\n%s", tc.wantLog, logs)
 			}
 			if !daemon {
 				// The plugins mcp started read /dev/null, never the
@@ -249,15 +254,38 @@ func TestStdio(t *testing.T) {
 	}
 }
 
-// When the daemon goes, the tools say so and what to do.
+// When the daemon goes, the tools say so and what to do; a session the
+// daemon served itself ends, and mcp says why on stderr.
 func TestDaemonGone(t *testing.T) {
-	home, ws := binWorkspace(t)
-	stop := startServe(t, home, ws)
-	cs, _ := connectStdio(t, home, ws)
-	ok(t, cs, "write", map[string]any{"file_path": "/a.txt", "content": "a\n"})
-	stop()
-	fails(t, cs, "read", map[string]any{"file_path": "/a.txt"}, "the workspace's daemon does not answer", "Start it again")
-	fails(t, cs, "exec", map[string]any{"command": "echo hi"}, "the workspace's daemon does not answer")
+	t.Run("no handoff", func(t *testing.T) {
+		home, ws := binWorkspace(t)
+		stop := startServe(t, home, ws)
+		cs, _ := connectStdio(t, home, ws, "--no-handoff")
+		ok(t, cs, "write", map[string]any{"file_path": "/a.txt", "content": "a\n"})
+		stop()
+		fails(t, cs, "read", map[string]any{"file_path": "/a.txt"}, "the workspace's daemon does not answer", "Start it again")
+		fails(t, cs, "exec", map[string]any{"command": "echo hi"}, "the workspace's daemon does not answer")
+	})
+	t.Run("handoff", func(t *testing.T) {
+		home, ws := binWorkspace(t)
+		stop := startServe(t, home, ws)
+		cs, logs, cmd := connectStdioCmd(t, home, ws)
+		ok(t, cs, "write", map[string]any{"file_path": "/a.txt", "content": "a\n"})
+		stop()
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "/a.txt"}}); err == nil {
+			t.Errorf("a call after the daemon stopped did not fail")
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for cmd.ProcessState == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond) // the SDK's transport waits for it
+			if strings.Contains(logs.String(), "daemon stopped") {
+				break
+			}
+		}
+		if !strings.Contains(logs.String(), "the workspace's daemon stopped, and this session with it: start the MCP server again") {
+			t.Errorf("mcp's stderr does not say the daemon stopped:\n%s", logs)
+		}
+	})
 }
 
 // A host configured with a workspace that does not exist yet gets a new

@@ -150,7 +150,7 @@ func (s *Server) read(ctx context.Context, req *mcp.CallToolRequest, in readIn) 
 	if limit == 0 {
 		limit = defaultReadLines
 	}
-	r, err := s.opts.API.Read(ctx, p, workspace.ReadOptions{})
+	r, err := s.api().Read(ctx, p, workspace.ReadOptions{})
 	if err != nil {
 		return nil, readOut{}, toolError("read", p, err)
 	}
@@ -428,16 +428,16 @@ func (s *Server) write(ctx context.Context, req *mcp.CallToolRequest, in writeIn
 		opt.IfMatch = rec.hash
 	default:
 		// Too large to hash when read: it must still be the file read.
-		fi, err := s.opts.API.Stat(ctx, p)
+		fi, err := s.api().Stat(ctx, p)
 		if err == nil && (fi.Ino != rec.ino || fi.Size != rec.size || !fi.Mtime.Equal(rec.mtime)) {
 			return nil, writeOut{}, toolError("write", p, workspace.ErrConflict)
 		}
 	}
-	res, err := s.opts.API.Write(ctx, p, strings.NewReader(in.Content), opt)
+	res, err := s.api().Write(ctx, p, strings.NewReader(in.Content), opt)
 	if wasRead && errors.Is(err, workspace.ErrConflict) {
 		// Gone since it was read: a new file, which needs no read.
-		if _, serr := s.opts.API.Lstat(ctx, p); errors.Is(serr, syscall.ENOENT) {
-			res, err = s.opts.API.Write(ctx, p, strings.NewReader(in.Content), workspace.WriteOptions{Parents: true, Exclusive: true})
+		if _, serr := s.api().Lstat(ctx, p); errors.Is(serr, syscall.ENOENT) {
+			res, err = s.api().Write(ctx, p, strings.NewReader(in.Content), workspace.WriteOptions{Parents: true, Exclusive: true})
 		}
 	}
 	if errors.Is(err, syscall.EEXIST) && !wasRead {
@@ -485,7 +485,7 @@ func (s *Server) applyEdits(ctx context.Context, req *mcp.CallToolRequest, fileP
 	defer st.changing.Unlock()
 	if len(edits) == 1 && edits[0].OldString == "" {
 		// Claude Code's convention: an empty old_string creates the file.
-		res, err := s.opts.API.Write(ctx, p, strings.NewReader(edits[0].NewString), workspace.WriteOptions{Parents: true, Exclusive: true})
+		res, err := s.api().Write(ctx, p, strings.NewReader(edits[0].NewString), workspace.WriteOptions{Parents: true, Exclusive: true})
 		if errors.Is(err, syscall.EEXIST) {
 			return nil, editOut{}, fmt.Errorf("edit %s: an empty old_string creates a new file, and this one exists: give the text to replace (%w)", p, err)
 		}
@@ -499,7 +499,7 @@ func (s *Server) applyEdits(ctx context.Context, req *mcp.CallToolRequest, fileP
 	}
 	rec, ok := st.lookup(p)
 	if !ok {
-		if _, err := s.opts.API.Stat(ctx, p); err != nil {
+		if _, err := s.api().Stat(ctx, p); err != nil {
 			return nil, editOut{}, toolError("edit", p, err)
 		}
 		return nil, editOut{}, fmt.Errorf("edit %s: this session has not read the file: read it first, then edit", p)
@@ -517,7 +517,7 @@ func (s *Server) applyEdits(ctx context.Context, req *mcp.CallToolRequest, fileP
 		}
 		ws[i] = workspace.Edit{Old: e.OldString, New: e.NewString, ReplaceAll: e.ReplaceAll}
 	}
-	res, err := s.opts.API.Edit(ctx, p, ws, workspace.EditOptions{IfMatch: rec.hash})
+	res, err := s.api().Edit(ctx, p, ws, workspace.EditOptions{IfMatch: rec.hash})
 	if err != nil {
 		return nil, editOut{}, editError(p, err)
 	}

@@ -34,7 +34,7 @@ func (s *Server) grepMultiline(ctx context.Context, p string, opt workspace.Grep
 	// file with a line in it.
 	files := workspace.GrepOptions{Mode: "files", Include: opt.Include, Exclude: opt.Exclude, Limit: 1000}
 	for {
-		page, err := s.opts.API.Grep(ctx, p, files)
+		page, err := s.api().Grep(ctx, p, files)
 		if err != nil {
 			return workspace.GrepResult{}, err
 		}
@@ -93,7 +93,7 @@ func (s *Server) grepMultiline(ctx context.Context, p string, opt workspace.Grep
 
 // readSmall reads a whole file of at most maxMatchBytes.
 func (s *Server) readSmall(ctx context.Context, p string) ([]byte, error) {
-	r, err := s.opts.API.Read(ctx, p, workspace.ReadOptions{})
+	r, err := s.api().Read(ctx, p, workspace.ReadOptions{})
 	if err != nil {
 		return nil, err
 	}

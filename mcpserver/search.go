@@ -123,7 +123,7 @@ func (s *Server) glob(ctx context.Context, req *mcp.CallToolRequest, in globIn) 
 	if strings.TrimSpace(in.Pattern) == "" {
 		return nil, globOut{}, fmt.Errorf("glob: pattern is empty: give one such as **/*.go")
 	}
-	res, err := s.opts.API.Glob(ctx, s.unmount(in.Pattern), workspace.GlobOptions{Dir: dir, Limit: globScan})
+	res, err := s.api().Glob(ctx, s.unmount(in.Pattern), workspace.GlobOptions{Dir: dir, Limit: globScan})
 	if err != nil {
 		return nil, globOut{}, toolError("glob", in.Pattern, err)
 	}
@@ -204,7 +204,7 @@ func (s *Server) statAll(ctx context.Context, paths []string) []*workspace.FileI
 // is stat'ed, to describe what it leads to.
 func (s *Server) describe(ctx context.Context, dir string, idx []int, paths []string, out []*workspace.FileInfo) {
 	stat := func(i int) {
-		if fi, err := s.opts.API.Stat(ctx, paths[i]); err == nil {
+		if fi, err := s.api().Stat(ctx, paths[i]); err == nil {
 			out[i] = &fi
 		}
 	}
@@ -219,7 +219,7 @@ func (s *Server) describe(ctx context.Context, dir string, idx []int, paths []st
 		want[path.Base(paths[i])] = i
 	}
 	for off := 0; len(want) > 0; {
-		res, err := s.opts.API.List(ctx, dir, workspace.ListOptions{Limit: lsLimit, Offset: off})
+		res, err := s.api().List(ctx, dir, workspace.ListOptions{Limit: lsLimit, Offset: off})
 		if err != nil {
 			break
 		}
@@ -344,7 +344,7 @@ func (s *Server) grep(ctx context.Context, req *mcp.CallToolRequest, in grepIn) 
 		if in.Multiline {
 			return s.grepMultiline(ctx, p, o)
 		}
-		return s.opts.API.Grep(ctx, p, o)
+		return s.api().Grep(ctx, p, o)
 	}
 	res, unsorted, err := s.grepNewestFirst(ctx, opt, search)
 	if err != nil {
@@ -447,7 +447,7 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 			return nil, lsOut{}, fmt.Errorf("ls: ignore pattern %q: %w", g, err)
 		}
 	}
-	res, err := s.opts.API.List(ctx, p, workspace.ListOptions{Limit: lsLimit})
+	res, err := s.api().List(ctx, p, workspace.ListOptions{Limit: lsLimit})
 	if err != nil {
 		return nil, lsOut{}, toolError("ls", p, err)
 	}

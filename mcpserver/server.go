@@ -21,6 +21,10 @@ import (
 type Options struct {
 	// API is the workspace the tools work on.
 	API workspace.API
+	// Files, when set, replaces API: each call works on the view it
+	// returns then (a daemon's file API view, swapped when its policy
+	// changes).
+	Files func() workspace.API
 	// Exec runs the exec tool's commands; nil leaves exec out.
 	Exec Executor
 	// Snapshots serve the snapshot and diff tools; nil leaves them out.
@@ -70,7 +74,7 @@ Prefer read, glob, grep and ls to exec for looking at files: they are served fro
 // backends (bounded by DescribeTimeout) so that the exec tool's schema
 // carries each one's own description.
 func New(ctx context.Context, opts Options) (*Server, error) {
-	if opts.API == nil {
+	if opts.API == nil && opts.Files == nil {
 		return nil, fmt.Errorf("mcpserver: no workspace API")
 	}
 	if opts.Logger == nil {
@@ -115,6 +119,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// api is the workspace view a call works on.
+func (s *Server) api() workspace.API {
+	if s.opts.Files != nil {
+		return s.opts.Files()
+	}
+	return s.opts.API
 }
 
 // MCP is the server to run on a transport.

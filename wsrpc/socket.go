@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -178,6 +179,12 @@ type ControlServer struct {
 	log  *slog.Logger
 	done chan struct{}
 	once sync.Once
+	// mux sorts the socket's connections: gRPC's, and handoffs (see
+	// HandleHandoff), served under ctx, which Close cancels.
+	mux     *muxListener
+	handoff atomic.Pointer[HandoffHandler]
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // Listen creates the control socket of workspace ws, owner-only, and
@@ -236,9 +243,11 @@ func Listen(ws string, srv *Server, log *slog.Logger, register ...func(*grpc.Ser
 		r(g)
 	}
 	cs := &ControlServer{path: path, sock: mine, lis: lis, grpc: g, log: log, done: make(chan struct{})}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	cs.mux = newMuxListener(lis, cs)
 	go func() {
 		defer close(cs.done)
-		if err := g.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		if err := g.Serve(cs.mux); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			log.Error("control socket stopped", "socket", path, "err", err)
 		}
 	}()
@@ -253,6 +262,7 @@ func (cs *ControlServer) Path() string { return cs.path }
 // removes the socket.
 func (cs *ControlServer) Close() {
 	cs.once.Do(func() {
+		cs.cancel() // the handoffs' sessions end
 		stopped := make(chan struct{})
 		go func() {
 			cs.grpc.GracefulStop()
@@ -264,6 +274,8 @@ func (cs *ControlServer) Close() {
 			cs.grpc.Stop() // followers of the change feed would wait forever
 		}
 		<-cs.done
+		cs.mux.Close()
+		cs.mux.wg.Wait()
 		// Remove the socket only if it is still ours.
 		if fi, err := os.Lstat(cs.path); err == nil && os.SameFile(fi, cs.sock) {
 			os.Remove(cs.path)

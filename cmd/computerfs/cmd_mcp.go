@@ -6,6 +6,9 @@ import "github.com/spf13/cobra"
 type mcpOptions struct {
 	ws, http, tokenFile string
 	allowRemote, noExec bool
+	// noHandoff keeps the session in this process even when a daemon
+	// could take it (to measure one against the other).
+	noHandoff bool
 }
 
 func newMCPCmd(e *env) *cobra.Command {
@@ -22,5 +25,7 @@ func newMCPCmd(e *env) *cobra.Command {
 	f.StringVar(&o.tokenFile, "token-file", "", "with --http: the bearer token clients must send (default: a new one, printed on stderr)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "with --http: listen on an address other than loopback")
 	f.BoolVar(&o.noExec, "no-exec", false, "leave out the exec tool (file tools only)")
+	f.BoolVar(&o.noHandoff, "no-handoff", false, "over stdio with a daemon: serve the session here, calling the daemon, instead of handing stdio to it")
+	f.MarkHidden("no-handoff")
 	return c
 }

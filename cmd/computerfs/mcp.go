@@ -27,12 +27,21 @@ func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
 	ws, httpAddr, tokenFile, allowRemote, noExec := o.ws, o.http, o.tokenFile, o.allowRemote, o.noExec
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	abs, _ := filepath.Abs(ws)
+	if httpAddr == "" && !o.noHandoff {
+		// A daemon holds the workspace: it serves the session itself, on
+		// our stdio, with the store in its own process (a tool call is
+		// then one hop, not two). This process waits for the end.
+		handed, err := handOff(ctx, e, ws, mcpserver.HandoffRequest{NoExec: noExec, MountPoint: mountOf(abs)})
+		if handed || err != nil {
+			return err
+		}
+	}
 	w, err := openMCPWorkspace(ctx, e, ws, !noExec)
 	if err != nil {
 		return err
 	}
 	defer w.close()
-	abs, _ := filepath.Abs(ws)
 	srv, err := mcpserver.New(ctx, mcpserver.Options{API: w.api, Exec: w.exec, Snapshots: w.snaps, Forks: w.forks, MountPoint: mountOf(abs), Logger: e.log})
 	if err != nil {
 		return err
@@ -57,6 +66,54 @@ func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
 		fmt.Fprintf(e.stderr, "computerfs mcp: bearer token: %s\n", token)
 	}
 	return srv.ServeHTTP(ctx, ln, token)
+}
+
+// handOff hands this process's stdio to the daemon holding ws, if one
+// does and takes it, and waits for the session's end: handed says so.
+// Not handed and no error: serve the session here.
+func handOff(ctx context.Context, e *env, ws string, req mcpserver.HandoffRequest) (handed bool, err error) {
+	c, err := wsrpc.DialHandoff(ctx, ws)
+	if errors.Is(err, wsrpc.ErrNoDaemon) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = mcpserver.Handoff(ctx, c, os.Stdin, os.Stdout, req, func() {
+		e.log.Debug("mcp: handed to the daemon", "workspace", ws)
+	})
+	if errors.Is(err, mcpserver.ErrHandoffRefused) {
+		e.log.Debug("mcp: the daemon did not take the session: serving it here", "err", err)
+		return false, nil
+	}
+	return true, err
+}
+
+// handoffServer is the MCP server a daemon runs for a session handed to
+// it: the file tools on the file API's view as it is at each call (files),
+// exec, snapshots and forks through the daemon's own control socket, as
+// any client's.
+func handoffServer(ctx context.Context, e *env, ws string, files func() *workspace.WS, req mcpserver.HandoffRequest) (*mcpserver.Server, func(), error) {
+	conn, err := wsrpc.DialConn(ctx, ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := mcpserver.Options{
+		Files:      func() workspace.API { return files() },
+		Snapshots:  mcpserver.DaemonSnapshots(wsrpc.NewDaemonClient(conn)),
+		Forks:      wsrpc.NewDaemonClient(conn),
+		MountPoint: req.MountPoint,
+		Logger:     e.log,
+	}
+	if !req.NoExec {
+		opts.Exec = mcpserver.RemoteExecutor(pb.NewExecutorClient(conn))
+	}
+	srv, err := mcpserver.New(ctx, opts)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return srv, func() { conn.Close() }, nil
 }
 
 // mcpWorkspace is what the MCP server works on.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"github.com/computerfs/computerfs/internal/metrics"
 	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/internal/size"
+	"github.com/computerfs/computerfs/mcpserver"
 	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
@@ -291,6 +293,12 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		return err
 	}
 	undo = append(undo, ctl.Close)
+	// computerfs mcp over stdio hands its session to the daemon.
+	ctl.HandleHandoff(func(ctx context.Context, c *net.UnixConn) {
+		mcpserver.ServeHandoff(ctx, c, func(ctx context.Context, req mcpserver.HandoffRequest) (*mcpserver.Server, func(), error) {
+			return handoffServer(ctx, e, ws, files.Load, req)
+		}, e.log)
+	})
 	var srv *fusefs.Server
 	var detached <-chan struct{}
 	if c.autoAllowOther && !c.allowOther {
