@@ -917,3 +917,124 @@ func TestPushKilledAfterHEAD(t *testing.T) {
 		t.Errorf("push with a stale cursor: %v, want ErrConflict", err)
 	}
 }
+
+// TestPullKeepsHistory: a pull brings the pushed snapshot in as a
+// snapshot of the workspace and moves its tree there, keeping the
+// workspace's own snapshots and exec records; a pull over changes made
+// since the last sync is refused naming the files, and --force replaces
+// them while the snapshots and exec records stay.
+func TestPullKeepsHistory(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	writeWS(t, a, map[string][]byte{"x": []byte("from a"), "d/y": bytes.Repeat([]byte("y"), 3*testChunk)})
+	c := testClient(t, s, "s3://cfs/hist", Retry{})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(ctx, c, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CreateSnapshot(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	writeWS(t, a, map[string][]byte{"x": []byte("a, second"), "z": []byte("new on a")})
+	p2, err := Push(ctx, a, c, PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Pull(ctx, b, c, PullOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LocalSnapshot != p2.Snapshot || rep.Downloaded != 2 {
+		t.Errorf("pull: %+v, want local snapshot %s and 2 chunks downloaded", rep, p2.Snapshot)
+	}
+	got, root := readWS(t, b)
+	want, wantRoot := readWS(t, a)
+	sameTree(t, got, want)
+	if root != wantRoot {
+		t.Errorf("pulled root %s, want %s", root, wantRoot)
+	}
+	if snaps := strings.Join(snapshotsOf(t, b), " "); !strings.Contains(snaps, "mine") || !strings.Contains(snaps, p2.Snapshot) {
+		t.Errorf("snapshots after pull: %s", snaps)
+	}
+
+	// An exec on b changes a file; a pushes again.
+	f, err = fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := f.BeginExec(ctx, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := f.Create(fs.Caller{}, fs.RootIno, "by-exec", fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(ctx, nf.Ino, 0, []byte("exec output"), false); err != nil {
+		t.Fatal(err)
+	}
+	f.Release(nf.Ino)
+	if _, err := f.EndExec(ctx, cp, fs.ExecRecord{Backend: "test", Command: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeWS(t, a, map[string][]byte{"x": []byte("a, third")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	_, before := readWS(t, b)
+	_, err = Pull(ctx, b, c, PullOptions{Remote: "origin"})
+	var lc *LocalChangesError
+	if !errors.As(err, &lc) || !errors.Is(err, ErrConflict) || strings.Join(lc.Paths, " ") != "/by-exec" {
+		t.Fatalf("pull over an exec's change: %v, want a LocalChangesError naming /by-exec", err)
+	}
+	if _, after := readWS(t, b); after != before {
+		t.Fatal("a refused pull changed the workspace")
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, root = readWS(t, b)
+	want, wantRoot = readWS(t, a)
+	sameTree(t, got, want)
+	if root != wantRoot {
+		t.Errorf("pulled root %s, want %s", root, wantRoot)
+	}
+	f, err = fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execs, err := f.Execs()
+	if err != nil || len(execs) != 1 || execs[0].Command != "e1" {
+		t.Errorf("exec records after pull --force: %+v %v", execs, err)
+	}
+	v, err := f.SnapshotView("mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := v.Lookup(fs.RootIno, "x"); err != nil {
+		t.Error(err)
+	} else {
+		buf := make([]byte, 64)
+		n, _ := v.Read(a.Ino, 0, buf)
+		if string(buf[:n]) != "from a" {
+			t.Errorf("snapshot mine's x after two pulls: %q", buf[:n])
+		}
+	}
+	f.Close()
+	fsck(t, b)
+	if snaps := strings.Join(snapshotsOf(t, b), " "); !strings.Contains(snaps, "mine") {
+		t.Errorf("snapshots after pull --force: %s", snaps)
+	}
+}
