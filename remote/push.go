@@ -65,6 +65,9 @@ type PushOptions struct {
 	Progress func(Progress)
 	// Host is recorded in the ref (os.Hostname() if "").
 	Host string
+	// Force accepts a HEAD older than the newest this workspace has
+	// seen (ErrRollback otherwise).
+	Force bool
 }
 
 // PushReport says what a push did.

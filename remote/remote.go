@@ -410,6 +410,11 @@ func (c *Client) has(ctx context.Context, key string) (bool, error) {
 // since the workspace last synced with it, or a write raced another.
 var ErrConflict = errors.New("remote changed")
 
+// ErrRollback is the cause of a transfer refused because the remote's
+// HEAD is older than one this workspace (or this user) saw there: the
+// remote, or someone with access to its bucket, rolled it back.
+var ErrRollback = errors.New("remote HEAD rolled back")
+
 // put writes an object. ifMatch, if set, makes it conditional on the
 // object's ETag ("*" for: only if absent, sent as If-None-Match).
 func (c *Client) put(ctx context.Context, key string, data []byte, ifMatch string) error {

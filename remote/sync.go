@@ -35,6 +35,9 @@ type Syncer struct {
 	// Kick, if not nil, makes the syncer look at once (after an exec)
 	// rather than at its next tick; a retry's backoff still holds.
 	Kick <-chan struct{}
+	// Lock, if set, is held across each push: the daemon's Host, whose
+	// pushes and pulls must not interleave with the syncer's.
+	Lock sync.Locker
 
 	mu    sync.Mutex
 	state SyncState
@@ -116,6 +119,9 @@ func (s *Syncer) Run(ctx context.Context) {
 	wait := s.Every
 	backoff := s.MinBackoff
 	var lastSnap, unpushed string
+	// conflictAt is the cursor's manifest when a push was refused (the
+	// remote moved): no push is tried until a pull moves it.
+	var conflictAt string
 	// Sync snapshots of an earlier run: all but the one last pushed go.
 	var pendingSnap string
 	if cfg, err := LoadConfig(s.WS); err == nil {
@@ -142,15 +148,24 @@ func (s *Syncer) Run(ctx context.Context) {
 			timer.Stop()
 		}
 		wait = s.Every
+		if conflictAt != "" {
+			if s.cursorManifest() == conflictAt || s.cursorManifest() == "" && conflictAt == "-" {
+				continue
+			}
+			conflictAt = ""
+		}
+		s.lock()
 		root, err := s.FS.Root(ctx)
 		if err != nil {
+			s.unlock()
 			if ctx.Err() != nil {
 				return
 			}
 			s.Log.Warn("sync: read the root", "err", err)
 			continue
 		}
-		if root.String() == s.State().LastRoot {
+		if root.String() == s.State().LastRoot || s.synced(root.String()) {
+			s.unlock()
 			continue
 		}
 		s.set(func(st *SyncState) { st.State = "pushing" })
@@ -163,14 +178,21 @@ func (s *Syncer) Run(ctx context.Context) {
 		if err == nil {
 			rep, err = PushFS(ctx, s.FS, s.WS, s.Client, PushOptions{Remote: s.Remote, Snapshot: unpushed})
 		}
+		s.unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			if errors.Is(err, ErrConflict) {
-				s.Log.Error("sync stopped: the remote moved", "remote", s.Remote, "err", err)
+				// Stopped until a pull (or a push through the daemon)
+				// moves the cursor: then it tries again.
+				s.Log.Error("sync stopped until a pull: the remote moved", "remote", s.Remote, "err", err)
 				s.set(func(st *SyncState) { st.State, st.Error = "conflict", err.Error() })
-				return
+				conflictAt = s.cursorManifest()
+				if conflictAt == "" {
+					conflictAt = "-"
+				}
+				continue
 			}
 			s.set(func(st *SyncState) {
 				st.State, st.Error = "pending", err.Error()
@@ -194,6 +216,45 @@ func (s *Syncer) Run(ctx context.Context) {
 		})
 		s.Log.Info("sync: pushed", "remote", s.Remote, "snapshot", rep.Snapshot, "uploaded", rep.Uploaded)
 	}
+}
+
+func (s *Syncer) cursorManifest() string {
+	cfg, err := LoadConfig(s.WS)
+	if err != nil {
+		return ""
+	}
+	return cfg.Cursors[s.Remote].Manifest
+}
+
+func (s *Syncer) lock() {
+	if s.Lock != nil {
+		s.Lock.Lock()
+	}
+}
+
+func (s *Syncer) unlock() {
+	if s.Lock != nil {
+		s.Lock.Unlock()
+	}
+}
+
+// synced says whether the remote's cursor is at root already (a push or
+// pull through the daemon moved it): then the state says so, and there
+// is nothing to push.
+func (s *Syncer) synced(root string) bool {
+	cfg, err := LoadConfig(s.WS)
+	if err != nil {
+		return false
+	}
+	cur := cfg.Cursors[s.Remote]
+	if cur.Root != root {
+		return false
+	}
+	s.set(func(st *SyncState) {
+		st.State, st.Error, st.Attempts, st.NextTry = "idle", "", 0, ""
+		st.LastRoot, st.Snapshot = cur.Root, cur.Snapshot
+	})
+	return true
 }
 
 func (s *Syncer) dropSnapshot(name string) {

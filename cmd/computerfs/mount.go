@@ -24,6 +24,7 @@ import (
 	"github.com/computerfs/computerfs/internal/mountinfo"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/remote"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"github.com/spf13/pflag"
@@ -285,6 +286,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		views.closeFork(uctx, fork)
 	})
 	dopts.Files = files.Load // restore, undo and diffs obey the file API's rules
+	// Push and pull through the daemon, on its open store; a pull moves
+	// the live tree through api, which tells the mount.
+	host := &remote.Host{FS: f, WS: ws, Apply: api.ApplyTree}
+	dopts.Remote = host
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files.Load(), nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
@@ -318,7 +323,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
-	stopSync, err := startSync(ctx, e, c.sync, ws, f, kick)
+	stopSync, err := startSync(ctx, e, c.sync, host, kick)
 	if err != nil {
 		return err
 	}

@@ -307,3 +307,104 @@ func TestLazyMountCLI(t *testing.T) {
 		t.Errorf("spool left: %v", err)
 	}
 }
+
+// TestRemoteThroughDaemon: push and pull of a mounted workspace go
+// through its daemon: push --json says what the offline push says; a
+// pull moves the live tree (the mount shows the pulled files at once,
+// even one whose old content the kernel had cached) and keeps the
+// workspace's snapshots and exec records; a pull over a change made
+// through the mount is refused with exit 4 naming the file, and --force
+// replaces it; fsck is clean.
+func TestRemoteThroughDaemon(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/live", "--endpoint", s.Endpoint)
+	runDaemon(t, home, ws, mnt)
+	writeFile(t, filepath.Join(mnt, "shared"), []byte("version 1\n"))
+	writeFile(t, filepath.Join(mnt, "big"), randomData(3<<20, 7))
+	if r := mustCLI(t, home, "exec", "-w", ws, "-b", "shell", "--", "echo by exec > /by-exec"); r.code != 0 {
+		t.Fatal(r)
+	}
+	mustCLI(t, home, "snapshot", "create", ws, "mine")
+	var push struct {
+		Remote, URL, Snapshot, Root string
+		Chunks, Uploaded            int
+	}
+	r := mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Remote != "origin" || push.URL != "s3://cfs/live" || push.Uploaded != push.Chunks || push.Chunks < 3 || push.Root == "" {
+		t.Errorf("push through the daemon: %+v", push)
+	}
+	// Another host changes the workspace.
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/live", other, "--endpoint", s.Endpoint)
+	if got, err := os.ReadFile(filepath.Join(mnt, "shared")); err != nil || string(got) != "version 1\n" {
+		t.Fatalf("read before pull: %q %v", got, err) // the kernel caches it now
+	}
+	mustCLIIn(t, home, "version 2 from the other host\n", "fs", "write", "-w", other, "/shared")
+	mustCLIIn(t, home, "new\n", "fs", "write", "-w", other, "/from-other")
+	mustCLI(t, home, "push", "-w", other)
+
+	r = mustCLI(t, home, "pull", "-w", ws)
+	if !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "snapshots and exec records are kept") {
+		t.Errorf("pull output: %s", r.stdout)
+	}
+	for name, want := range map[string]string{"shared": "version 2 from the other host\n", "from-other": "new\n", "by-exec": "by exec\n"} {
+		if got, err := os.ReadFile(filepath.Join(mnt, name)); err != nil || string(got) != want {
+			t.Errorf("%s through the mount after pull: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	snaps := mustCLI(t, home, "snapshot", "list", ws).stdout
+	if !strings.Contains(snaps, "mine") {
+		t.Errorf("snapshots after pull:\n%s", snaps)
+	}
+	if execs := mustCLI(t, home, "execs", "-w", ws).stdout; !strings.Contains(execs, "by-exec") {
+		t.Errorf("exec records after pull:\n%s", execs)
+	}
+
+	// A change through the mount, and another push from the other host:
+	// the pull is refused, naming the file, until --force.
+	writeFile(t, filepath.Join(mnt, "local-only"), []byte("mine\n"))
+	mustCLIIn(t, home, "version 3\n", "fs", "write", "-w", other, "/shared")
+	mustCLI(t, home, "push", "-w", other)
+	r = cli(t, home, "pull", "-w", ws)
+	if r.code != 4 || !strings.Contains(r.stderr, "/local-only") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("pull over a local change: want exit 4 naming /local-only\n%v", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(mnt, "local-only")); string(got) != "mine\n" {
+		t.Errorf("a refused pull changed the mount: %q", got)
+	}
+	mustCLI(t, home, "pull", "-w", ws, "--force")
+	if got, err := os.ReadFile(filepath.Join(mnt, "shared")); err != nil || string(got) != "version 3\n" {
+		t.Errorf("shared after pull --force: %q %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "local-only")); !os.IsNotExist(err) {
+		t.Errorf("local-only after pull --force: %v", err)
+	}
+	// The snapshot taken before still has the local file's history.
+	if got := mustCLI(t, home, "fs", "cat", "-w", ws, "--snapshot", "mine", "/shared").stdout; got != "version 1\n" {
+		t.Errorf("snapshot mine's /shared: %q", got)
+	}
+	mustCLI(t, home, "umount", mnt)
+	fsckClean(t, home, ws)
+}
+
+// mustCLIIn runs the binary with stdin and fails unless it exits 0.
+func mustCLIIn(t *testing.T, home, stdin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(cfsBin, args...)
+	cmd.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("computerfs %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/backends"
-	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/remote"
 )
 
@@ -27,11 +26,11 @@ func (s *syncFlags) register(fl *pflag.FlagSet) {
 // the returned stop ends it and waits for it. A remote that cannot be
 // reached at start fails the daemon's start (it is a configuration
 // error); later failures only leave the sync pending.
-func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS, kick <-chan struct{}) (stop func(), err error) {
+func startSync(ctx context.Context, e *env, s syncFlags, h *remote.Host, kick <-chan struct{}) (stop func(), err error) {
 	if s.every <= 0 {
 		return func() {}, nil
 	}
-	name, r, err := pickRemote(ws, s.remote)
+	name, r, err := pickRemote(h.WS, s.remote)
 	if err != nil {
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
@@ -40,7 +39,7 @@ func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS, ki
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sy := &remote.Syncer{FS: f, WS: ws, Remote: name, Client: c, Every: s.every, Log: e.log, Kick: kick}
+	sy := &remote.Syncer{FS: h.FS, WS: h.WS, Remote: name, Client: c, Every: s.every, Log: e.log, Kick: kick, Lock: h}
 	var wg sync.WaitGroup
 	wg.Go(func() { sy.Run(sctx) })
 	return func() { cancel(); wg.Wait() }, nil
