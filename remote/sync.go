@@ -270,3 +270,37 @@ func (s *Syncer) kick(wait time.Duration) <-chan struct{} {
 	}
 	return s.Kick
 }
+
+// PushStatus says whether the workspace as it is now is on the remote a
+// Syncer pushes to, for an exec's result.
+type PushStatus struct {
+	Remote, URL string
+	// State is "pushed" (the remote's HEAD, as last synced, is this
+	// tree), "pending" (not yet: the push follows, retried while it
+	// fails) or "conflict" (stopped until a pull).
+	State                                      string
+	Root                                       string // the workspace's root now
+	PushedRoot, PushedManifest, PushedSnapshot string // the cursor
+	Error                                      string // the last failure, while retried
+}
+
+// Status is where the workspace stands against the remote now: call it
+// when an exec returns (before the syncer is kicked).
+func (s *Syncer) Status(ctx context.Context) PushStatus {
+	st := s.State()
+	ps := PushStatus{Remote: s.Remote, URL: s.Client.loc.String(), State: "pending", Error: st.Error}
+	if root, err := s.FS.Root(ctx); err == nil {
+		ps.Root = root.String()
+	}
+	if cfg, err := LoadConfig(s.WS); err == nil {
+		cur := cfg.Cursors[s.Remote]
+		ps.PushedRoot, ps.PushedManifest, ps.PushedSnapshot = cur.Root, cur.Manifest, cur.Snapshot
+	}
+	switch {
+	case st.State == "conflict":
+		ps.State = "conflict"
+	case ps.Root != "" && ps.Root == ps.PushedRoot:
+		ps.State, ps.Error = "pushed", ""
+	}
+	return ps
+}

@@ -237,7 +237,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		viewMount = views.mount
 	}
 	kick := make(chan struct{}, 1) // execs kick the syncer (--push-every)
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick), viewMount)
+	var syncer atomic.Pointer[remote.Syncer]
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick, &syncer), viewMount)
 	if err != nil {
 		return err
 	}
@@ -323,7 +324,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
-	stopSync, err := startSync(ctx, e, c.sync, host, kick)
+	stopSync, err := startSync(ctx, e, c.sync, host, kick, &syncer)
 	if err != nil {
 		return err
 	}

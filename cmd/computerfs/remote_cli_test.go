@@ -408,3 +408,53 @@ func mustCLIIn(t *testing.T, home, stdin string, args ...string) {
 		t.Fatalf("computerfs %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
+
+// TestExecSyncStatusCLI: with --push-every, an exec's result (exec
+// --json) says whether what it left is on the remote: "pending" for an
+// exec that changed something (the push follows), and, once the syncer
+// has pushed, "pushed" with the pushed root for one that changed
+// nothing.
+func TestExecSyncStatusCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/execsync", "--endpoint", s.Endpoint)
+	runDaemon(t, home, ws, mnt, "--push-every", "1h") // pushes after execs only
+	type syncOut struct {
+		Remote, URL, State, Root string
+		PushedRoot               string `json:"pushed_root"`
+	}
+	exec := func(script string) syncOut {
+		t.Helper()
+		var out struct{ Sync *syncOut }
+		r := mustCLI(t, home, "exec", "-w", ws, "-b", "shell", "--json", "--", script)
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Sync == nil {
+			t.Fatalf("exec --json: no sync (%v)\n%s", err, r.stdout)
+		}
+		return *out.Sync
+	}
+	st := exec("echo changed > /f")
+	if st.State != "pending" || st.Remote != "origin" || st.URL != "s3://cfs/execsync" || st.Root == "" || st.Root == st.PushedRoot {
+		t.Errorf("exec that changed a file: sync %+v, want pending", st)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := exec("true")
+		if got.State == "pushed" {
+			if got.PushedRoot != st.Root || got.Root != st.Root {
+				t.Errorf("pushed: %+v, want root %s", got, st.Root)
+			}
+			break
+		}
+		if got.State != "pending" || time.Now().After(deadline) {
+			t.Fatalf("exec after the push: %+v", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
