@@ -30,6 +30,9 @@ type CloneOptions struct {
 	// KeepSpool leaves the downloaded chunks in SpoolDir(ws) (a lazy
 	// mount reads them).
 	KeepSpool bool
+	// Force accepts a HEAD older than the newest the client's HeadBook
+	// has seen (ErrRollback otherwise).
+	Force bool
 }
 
 // CloneReport says what a clone did.
@@ -80,6 +83,11 @@ func Clone(ctx context.Context, c *Client, ws string, opts CloneOptions) (*Clone
 		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
 	ref, _, err := c.getRef(ctx, rel)
+	if rel == "HEAD" && !opts.Force && (err == nil || errors.Is(err, errNotFound)) {
+		if rerr := c.checkHead(nil, "", ref, err == nil); rerr != nil {
+			return nil, fmt.Errorf("clone: %w", rerr)
+		}
+	}
 	if errors.Is(err, errNotFound) {
 		if opts.Snapshot != "" {
 			return nil, fmt.Errorf("clone %s: no snapshot %s there", c.loc, opts.Snapshot)
@@ -100,8 +108,8 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", c.loc, err)
 	}
-	if m.Root != ref.Root {
-		return nil, fmt.Errorf("clone %s: %w: manifest %s has root %s, its ref says %s", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), short(ref.Root))
+	if m.Root != ref.Root || m.Generation != ref.Generation {
+		return nil, fmt.Errorf("clone %s: %w: manifest %s has root %s, generation %d; its ref says %s, %d", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), m.Generation, short(ref.Root), ref.Generation)
 	}
 	root, _ := versions.ParseRoot(m.Root)
 	rep := &CloneReport{Snapshot: m.Snapshot, Root: m.Root, Manifest: ref.Manifest, Records: len(m.Records)}
@@ -156,11 +164,21 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err != nil {
 		return nil, err
 	}
+	if opts.RemoteName == "" && opts.Snapshot == "" {
+		if err := c.noteHead(nil, "", ref); err != nil {
+			return nil, err
+		}
+	}
 	if opts.RemoteName != "" {
 		if opts.Remote.URL != "" {
 			cfg.Remotes[opts.RemoteName] = opts.Remote
 		}
 		cfg.Cursors[opts.RemoteName] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
+		if opts.Snapshot == "" {
+			if err := c.noteHead(cfg, opts.RemoteName, ref); err != nil {
+				return nil, err
+			}
+		}
 		if err := cfg.Save(ws); err != nil {
 			return nil, err
 		}

@@ -22,7 +22,8 @@ type ApplyFunc func(ctx context.Context, recs []fs.TreeRecord, chunk func(chunks
 type PullOptions struct {
 	Remote   string // the remote's name in ws's remotes file
 	Snapshot string // "" is the HEAD
-	// Force discards changes made to ws since it last synced.
+	// Force discards changes made to ws since it last synced, and
+	// accepts a HEAD older than the newest seen (ErrRollback otherwise).
 	Force    bool
 	Progress func(Progress)
 	// Apply moves the live tree (the FS's ApplyTree if nil).
@@ -90,11 +91,22 @@ func PullFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PullOption
 		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
 	ref, _, err := c.getRef(ctx, rel)
-	if errors.Is(err, errNotFound) {
-		return nil, fmt.Errorf("pull %s: nothing there (no %s)", c.loc, rel)
+	if err != nil && !errors.Is(err, errNotFound) {
+		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
+	}
+	if rel == "HEAD" && !opts.Force {
+		if rerr := c.checkHead(cfg, opts.Remote, ref, err == nil); rerr != nil {
+			return nil, fmt.Errorf("pull: %w", rerr)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
+		return nil, fmt.Errorf("pull %s: nothing there (no %s)", c.loc, rel)
+	}
+	note := func() error {
+		if rel != "HEAD" {
+			return nil
+		}
+		return c.noteHead(cfg, opts.Remote, ref)
 	}
 	if cur.Pending != nil && ref.Manifest == cur.Pending.Manifest {
 		cur = *cur.Pending // a push that landed before it was recorded
@@ -109,6 +121,9 @@ func PullFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PullOption
 			cur.Snapshot = ref.Snapshot
 		}
 		cfg.Cursors[opts.Remote] = cur
+		if err := note(); err != nil {
+			return nil, err
+		}
 		return &CloneReport{Snapshot: ref.Snapshot, Root: ref.Root, Manifest: ref.Manifest, UpToDate: true}, cfg.Save(ws)
 	}
 	if !opts.Force && local.String() != cur.Root {
@@ -121,8 +136,11 @@ func PullFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PullOption
 	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
 	}
-	if m.Root != ref.Root {
-		return nil, fmt.Errorf("pull %s: %w: manifest %s has root %s, its ref says %s", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), short(ref.Root))
+	if m.Root != ref.Root || m.Generation != ref.Generation {
+		return nil, fmt.Errorf("pull %s: %w: manifest %s has root %s, generation %d; its ref says %s, %d", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), m.Generation, short(ref.Root), ref.Generation)
+	}
+	if err := note(); err != nil {
+		return nil, err
 	}
 	if m.ChunkSize != f.ChunkSize() {
 		return nil, fmt.Errorf("pull %s: the snapshot has chunks of %d bytes, this workspace %d: clone it into a new workspace instead", c.loc, m.ChunkSize, f.ChunkSize())

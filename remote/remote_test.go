@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
@@ -1036,5 +1038,84 @@ func TestPullKeepsHistory(t *testing.T) {
 	fsck(t, b)
 	if snaps := strings.Join(snapshotsOf(t, b), " "); !strings.Contains(snaps, "mine") {
 		t.Errorf("snapshots after pull --force: %s", snaps)
+	}
+}
+
+// TestHeadRollback: HEAD rewritten (an S3 PutObject of an older HEAD
+// object, as a server or anyone with the bucket's keys could) to an
+// older push is refused by pull, push and clone with ErrRollback, as is
+// a HEAD deleted; --force accepts it, and a forced push moves HEAD past
+// every generation seen.
+func TestHeadRollback(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	c := testClient(t, s, "s3://cfs/rb", Retry{})
+	writeWS(t, a, map[string][]byte{"x": []byte("one")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := c.get(ctx, c.key("HEAD"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("two")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, err := c.getRef(ctx, "HEAD")
+	if err != nil || head.Generation != 2 {
+		t.Fatalf("HEAD after two pushes: generation %d (%v), want 2", head.Generation, err)
+	}
+	book := filepath.Join(dir, "heads.json")
+	cb := testClient(t, s, "s3://cfs/rb", Retry{})
+	cb.book = book
+	if _, err := Clone(ctx, cb, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rolled back to the first push.
+	if err := c.put(ctx, c.key("HEAD"), old, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("three")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("push onto a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Clone(ctx, cb, filepath.Join(dir, "c.cfs"), CloneOptions{}); !errors.Is(err, ErrRollback) {
+		t.Errorf("clone (with the user's head book) of a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Clone(ctx, cb, filepath.Join(dir, "c.cfs"), CloneOptions{Force: true}); err != nil {
+		t.Errorf("clone --force of a rolled-back HEAD: %v", err)
+	}
+	// Forced, a push moves HEAD on past what was seen.
+	rep, err := Push(ctx, a, c, PushOptions{Remote: "origin", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ = c.getRef(ctx, "HEAD"); head.Generation != 3 || head.Manifest != rep.Manifest {
+		t.Errorf("HEAD after a forced push: %+v, want generation 3, manifest %s", head, rep.Manifest)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); err != nil {
+		t.Errorf("pull after the forced push: %v", err)
+	}
+	if got, _ := readWS(t, b); got["x"] != "three" {
+		t.Errorf("x after pull: %q", got["x"])
+	}
+
+	// HEAD deleted where one was seen.
+	if _, err := c.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("cfs"), Key: aws.String(c.key("HEAD"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a deleted HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Push(ctx, b, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("push where HEAD was deleted: %v, want ErrRollback", err)
 	}
 }

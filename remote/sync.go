@@ -183,7 +183,7 @@ func (s *Syncer) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if errors.Is(err, ErrConflict) {
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrRollback) {
 				// Stopped until a pull (or a push through the daemon)
 				// moves the cursor: then it tries again.
 				s.Log.Error("sync stopped until a pull: the remote moved", "remote", s.Remote, "err", err)

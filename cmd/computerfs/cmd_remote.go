@@ -85,6 +85,7 @@ func newCloneCmd(e *env) *cobra.Command {
 	f.StringVar(&o.snapshot, "snapshot", "", "clone this pushed snapshot (default: the remote's HEAD)")
 	f.StringVar(&o.name, "name", "origin", "the remote's name in the new workspace")
 	f.StringVar(&o.keyFile, "key-file", "", "the key of an encrypted remote")
+	f.BoolVar(&o.force, "force", false, "clone even if the remote's HEAD is older than the newest this user has seen there (rolled back)")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON for machines")
 	return c
 }

@@ -289,7 +289,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 	dopts.Files = files.Load // restore, undo and diffs obey the file API's rules
 	// Push and pull through the daemon, on its open store; a pull moves
 	// the live tree through api, which tells the mount.
-	host := &remote.Host{FS: f, WS: ws, Apply: api.ApplyTree}
+	host := &remote.Host{FS: f, WS: ws, Apply: api.ApplyTree, Options: clientOptions()}
 	dopts.Remote = host
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files.Load(), nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)

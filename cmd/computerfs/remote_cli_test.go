@@ -458,3 +458,47 @@ func TestExecSyncStatusCLI(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestHeadRollbackCLI: the HEAD object rewritten in the server's backing
+// directory to an older push's: pull, push and clone refuse it with exit
+// 4 saying it was rolled back (the clone through the user's book of
+// HEADs seen), and --force accepts it.
+func TestHeadRollbackCLI(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, _ := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/rb", "--endpoint", s.Endpoint)
+	mustCLIIn(t, home, "one\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "push", "-w", ws)
+	headFile := filepath.Join(s.Dir(), "cfs", "rb", "HEAD")
+	old, err := os.ReadFile(headFile)
+	if err != nil {
+		t.Fatalf("the HEAD object in versitygw's directory: %v", err)
+	}
+	mustCLIIn(t, home, "two\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "push", "-w", ws)
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/rb", other, "--endpoint", s.Endpoint)
+	if err := os.WriteFile(headFile, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"pull", "-w", other},
+		{"push", "-w", ws},
+		{"clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint},
+	} {
+		if r := cli(t, home, args...); r.code != 4 || !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("%s over a rolled-back HEAD: want exit 4 saying so\n%v", args[0], r)
+		}
+	}
+	mustCLI(t, home, "clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint, "--force")
+	mustCLI(t, home, "pull", "-w", other, "--force")
+	if got := mustCLI(t, home, "fs", "cat", "-w", other, "/x").stdout; got != "one\n" {
+		t.Errorf("x after pull --force of the old HEAD: %q", got)
+	}
+}

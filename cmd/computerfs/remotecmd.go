@@ -102,6 +102,13 @@ func runRemoteList(e *env, o remoteOpts) error {
 	return nil
 }
 
+// clientOptions are the options of every remote client: the user's
+// book of the HEADs seen ($COMPUTERFS_HOME/remote-heads.json), which
+// lets a clone detect a HEAD rolled back.
+func clientOptions() remote.ClientOptions {
+	return remote.ClientOptions{HeadBook: filepath.Join(defaultHome(), "remote-heads.json")}
+}
+
 // pickRemote is the named remote of ws, or its only one (or origin).
 func pickRemote(ws, name string) (string, remote.Remote, error) { return remote.Pick(ws, name) }
 
@@ -152,7 +159,7 @@ func onRemote(ctx context.Context, o remoteOpts, name string, online func(*wsrpc
 	if err != nil {
 		return err
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}
@@ -200,16 +207,16 @@ func runClone(ctx context.Context, e *env, o remoteOpts, url, ws string) error {
 			return err
 		}
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}
 	if abs, err := filepath.Abs(ws); err == nil {
 		ws = abs
 	}
-	rep, err := remote.Clone(ctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: o.name, Remote: r, Progress: progressTo(e.stderr)})
+	rep, err := remote.Clone(ctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: o.name, Remote: r, Force: o.force, Progress: progressTo(e.stderr)})
 	if err != nil {
-		return err
+		return transferError(err)
 	}
 	return reportFetch(e, o, "cloned", url, ws, rep)
 }
@@ -281,7 +288,7 @@ func runPublish(ctx context.Context, e *env, o remoteOpts, path string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func startSync(ctx context.Context, e *env, s syncFlags, h *remote.Host, kick <-
 	if err != nil {
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
