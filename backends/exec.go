@@ -79,6 +79,10 @@ type Result struct {
 	Before, After uint64
 	// Fork is the fork the exec ran in, "" for the workspace.
 	Fork string
+	// Sync, when the daemon syncs to a remote (--push-every), says
+	// whether the workspace as the exec left it is pushed yet or
+	// pending; set by the daemon's Options.OnExec.
+	Sync *pb.SyncStatus
 }
 
 // Host-side bounds, whatever a backend describes.

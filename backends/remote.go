@@ -114,7 +114,7 @@ func ExecRemote(ctx context.Context, c pb.ExecutorClient, start *pb.ExecStart, s
 		case *pb.ExecOutput_Chosen:
 			res.ID, res.Backend, res.Reason = msg.Chosen.ExecId, msg.Chosen.Backend, msg.Chosen.Reason
 		case *pb.ExecOutput_Summary:
-			res.ChangesTruncated = msg.Summary.ChangesTruncated
+			res.ChangesTruncated, res.Sync = msg.Summary.ChangesTruncated, msg.Summary.Sync
 			for _, c := range msg.Summary.Changes {
 				res.Changes = append(res.Changes, workspace.Change{Seq: c.Seq, Time: c.TimeNs, Op: c.Op, Type: c.Type, Path: c.Path, NewPath: c.NewPath})
 			}

@@ -131,7 +131,7 @@ func (s *Service) Exec(stream grpc.BidiStreamingServer[pb.ExecInput, pb.ExecOutp
 			return err
 		}
 	}
-	sum := &pb.Summary{ChangesTruncated: res.ChangesTruncated}
+	sum := &pb.Summary{ChangesTruncated: res.ChangesTruncated, Sync: res.Sync}
 	for _, c := range res.Changes {
 		sum.Changes = append(sum.Changes, &pb.Change{Seq: c.Seq, TimeNs: c.Time, Op: c.Op, Type: c.Type, Path: wsrpc.ValidUTF8(c.Path), NewPath: wsrpc.ValidUTF8(c.NewPath)})
 	}

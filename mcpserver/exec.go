@@ -62,6 +62,18 @@ type execOut struct {
 	Changes          []execChange `json:"changes"`
 	ChangesTruncated bool         `json:"changes_truncated,omitempty"`
 	DurationMs       float64      `json:"duration_ms"`
+	// Sync, when the daemon syncs to a remote (--push-every): whether
+	// what the exec left is pushed yet ("pushed") or "pending".
+	Sync *execSync `json:"sync,omitempty"`
+}
+
+// execSync is pb.SyncStatus, as the exec result says it.
+type execSync struct {
+	Remote     string `json:"remote"`
+	URL        string `json:"url"`
+	State      string `json:"state"` // pushed, pending, conflict
+	PushedRoot string `json:"pushed_root,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // addExecTool adds exec, its backend an enum of the backends found, each
@@ -192,6 +204,9 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 	if res.Result != nil {
 		out.Result = json.RawMessage(res.Result)
 	}
+	if sy := res.Sync; sy != nil {
+		out.Sync = &execSync{Remote: sy.Remote, URL: sy.Url, State: sy.State, PushedRoot: sy.PushedRoot, Error: sy.Error}
+	}
 	for _, c := range res.Changes {
 		out.Changes = append(out.Changes, execChange{Op: c.Op, Path: c.Path, NewPath: c.NewPath})
 	}
@@ -219,6 +234,9 @@ func (s *Server) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) 
 	}
 	fmt.Fprintf(&b, "; backend %s (%s); %s", out.Backend, out.Reason, time.Duration(res.Exit.DurationNs).Round(time.Millisecond))
 	b.WriteString(changesText(out.Changes, out.ChangesTruncated))
+	if sy := out.Sync; sy != nil {
+		fmt.Fprintf(&b, "; sync to %s: %s", sy.Remote, sy.State)
+	}
 	b.WriteString("]")
 	if out.ExitCode == 127 && out.Backend == "shell" && strings.Contains(out.Stderr, "command not found") {
 		b.WriteString("\n[the shell runs its own commands only (the exec tool's description lists them); real binaries (git, compilers, package managers) run on the container backend")

@@ -30,10 +30,9 @@ type CloneOptions struct {
 	// KeepSpool leaves the downloaded chunks in SpoolDir(ws) (a lazy
 	// mount reads them).
 	KeepSpool bool
-	// cache is a store whose chunks are used instead of downloads
-	// (pull); replace lets the clone rename over an existing ws.
-	cache   *chunkstore.Store
-	replace bool
+	// Force accepts a HEAD older than the newest the client's HeadBook
+	// has seen (ErrRollback otherwise).
+	Force bool
 }
 
 // CloneReport says what a clone did.
@@ -44,6 +43,11 @@ type CloneReport struct {
 	Downloaded               int   // chunk objects downloaded
 	DownloadedBytes          int64 // their bytes
 	UpToDate                 bool  // pull: nothing to do
+	// LocalSnapshot (pull) is the snapshot of the workspace that names
+	// the pulled tree, taken in the commit that moved the live tree to
+	// it; Changed is the records that commit put back or removed.
+	LocalSnapshot string
+	Changed       int
 }
 
 // DamageError is a clone or pull refused because chunks on the remote
@@ -71,7 +75,7 @@ func (e *DamageError) Error() string {
 // ws. Missing or damaged chunks fail it with a DamageError naming the
 // files; nothing is installed.
 func Clone(ctx context.Context, c *Client, ws string, opts CloneOptions) (*CloneReport, error) {
-	if _, err := os.Lstat(ws); err == nil && !opts.replace {
+	if _, err := os.Lstat(ws); err == nil {
 		return nil, fmt.Errorf("clone: %s exists", ws)
 	}
 	rel := "HEAD"
@@ -79,6 +83,11 @@ func Clone(ctx context.Context, c *Client, ws string, opts CloneOptions) (*Clone
 		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
 	ref, _, err := c.getRef(ctx, rel)
+	if rel == "HEAD" && !opts.Force && (err == nil || errors.Is(err, errNotFound)) {
+		if rerr := c.checkHead(nil, "", ref, err == nil); rerr != nil {
+			return nil, fmt.Errorf("clone: %w", rerr)
+		}
+	}
 	if errors.Is(err, errNotFound) {
 		if opts.Snapshot != "" {
 			return nil, fmt.Errorf("clone %s: no snapshot %s there", c.loc, opts.Snapshot)
@@ -99,8 +108,8 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err != nil {
 		return nil, fmt.Errorf("clone %s: %w", c.loc, err)
 	}
-	if m.Root != ref.Root {
-		return nil, fmt.Errorf("clone %s: %w: manifest %s has root %s, its ref says %s", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), short(ref.Root))
+	if m.Root != ref.Root || m.Generation != ref.Generation {
+		return nil, fmt.Errorf("clone %s: %w: manifest %s has root %s, generation %d; its ref says %s, %d", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), m.Generation, short(ref.Root), ref.Generation)
 	}
 	root, _ := versions.ParseRoot(m.Root)
 	rep := &CloneReport{Snapshot: m.Snapshot, Root: m.Root, Manifest: ref.Manifest, Records: len(m.Records)}
@@ -108,77 +117,11 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	rep.Chunks = len(ids)
 
 	spool := SpoolDir(ws)
-	if err := os.MkdirAll(spool, 0o700); err != nil {
-		return nil, fmt.Errorf("clone: %w", err)
-	}
-	readSpool := func(id chunkstore.ID) ([]byte, error) { return ReadSpooled(spool, id) }
-	inCache := func(id chunkstore.ID) bool {
-		if opts.cache == nil {
-			return false
-		}
-		var ok bool
-		opts.cache.View(func(tx *chunkstore.Tx) error { ok, _ = tx.Has(id); return nil })
-		return ok
-	}
-	var need []chunkstore.ID
-	for _, id := range ids {
-		if inCache(id) {
-			continue
-		}
-		if _, err := readSpool(id); err == nil {
-			continue
-		}
-		need = append(need, id)
-	}
-	pr := &progress{fn: opts.Progress, phase: "download", total: len(need)}
-	var mu sync.Mutex
-	damage := &DamageError{}
-	var downloaded atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.conc)
-	for _, id := range need {
-		g.Go(func() error {
-			data, n, err := c.fetchChunk(gctx, id, m.ChunkSize)
-			if errors.Is(err, errNotFound) {
-				mu.Lock()
-				damage.Missing = append(damage.Missing, id)
-				mu.Unlock()
-				pr.add(1, 0)
-				return nil
-			}
-			if errors.Is(err, ErrFormat) {
-				mu.Lock()
-				damage.Corrupt = append(damage.Corrupt, id)
-				mu.Unlock()
-				pr.add(1, 0)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := WriteSpooled(spool, id, data); err != nil {
-				return err
-			}
-			downloaded.Add(1)
-			pr.add(1, int64(n))
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	have := func(chunkstore.ID) bool { return false }
+	if rep.Downloaded, rep.DownloadedBytes, err = c.download(ctx, m, spool, have, opts.Progress); err != nil {
 		return nil, fmt.Errorf("clone %s: %w", c.loc, err)
 	}
-	pr.finish()
-	rep.Downloaded, rep.DownloadedBytes = int(downloaded.Load()), pr.bytes.Load()
-	if len(damage.Missing)+len(damage.Corrupt) > 0 {
-		bad := make(map[chunkstore.ID]bool)
-		for _, id := range append(append([]chunkstore.ID(nil), damage.Missing...), damage.Corrupt...) {
-			bad[id] = true
-		}
-		damage.Paths = fs.PathsOf(m.Records, bad)
-		sortIDs(damage.Missing)
-		sortIDs(damage.Corrupt)
-		return nil, fmt.Errorf("clone %s: %w", c.loc, damage)
-	}
+	readSpool := func(id chunkstore.ID) ([]byte, error) { return ReadSpooled(spool, id) }
 
 	partial := ws + ".clone.partial"
 	os.Remove(partial)
@@ -197,20 +140,7 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 		st.Close()
 		return nil, fmt.Errorf("clone: new store has chunk size %d, the snapshot %d", st.ChunkSize(), m.ChunkSize)
 	}
-	_, err = fs.ImportTree(st, m.Records, func(id chunkstore.ID) ([]byte, error) {
-		if opts.cache != nil {
-			var out []byte
-			err := opts.cache.View(func(tx *chunkstore.Tx) error {
-				d, err := tx.Get(id, nil)
-				out = d
-				return err
-			})
-			if err == nil {
-				return out, nil
-			}
-		}
-		return readSpool(id)
-	}, fs.ImportOptions{Root: root, Snapshot: m.Snapshot})
+	_, err = fs.ImportTree(st, m.Records, readSpool, fs.ImportOptions{Root: root, Snapshot: m.Snapshot})
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -234,11 +164,21 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err != nil {
 		return nil, err
 	}
+	if opts.RemoteName == "" && opts.Snapshot == "" {
+		if err := c.noteHead(nil, "", ref); err != nil {
+			return nil, err
+		}
+	}
 	if opts.RemoteName != "" {
 		if opts.Remote.URL != "" {
 			cfg.Remotes[opts.RemoteName] = opts.Remote
 		}
 		cfg.Cursors[opts.RemoteName] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
+		if opts.Snapshot == "" {
+			if err := c.noteHead(cfg, opts.RemoteName, ref); err != nil {
+				return nil, err
+			}
+		}
 		if err := cfg.Save(ws); err != nil {
 			return nil, err
 		}
@@ -249,6 +189,72 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 // SpoolDir is where chunks downloaded for workspace ws wait, verified,
 // until its clone is built: a killed clone's downloads are reused.
 func SpoolDir(ws string) string { return ws + ".clone.d" }
+
+// download fetches the chunks of m that have lacks and spool does not
+// hold yet into spool, concurrently, each checked against its ID.
+// Missing or damaged ones fail it with a *DamageError naming the files
+// that hold them.
+func (c *Client) download(ctx context.Context, m *Manifest, spool string, have func(chunkstore.ID) bool, report func(Progress)) (int, int64, error) {
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return 0, 0, err
+	}
+	var need []chunkstore.ID
+	for _, id := range m.Chunks() {
+		if have(id) {
+			continue
+		}
+		if _, err := ReadSpooled(spool, id); err == nil {
+			continue
+		}
+		need = append(need, id)
+	}
+	pr := &progress{fn: report, phase: "download", total: len(need)}
+	var mu sync.Mutex
+	damage := &DamageError{}
+	var downloaded atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.conc)
+	for _, id := range need {
+		g.Go(func() error {
+			data, n, err := c.fetchChunk(gctx, id, m.ChunkSize)
+			if errors.Is(err, errNotFound) || errors.Is(err, ErrFormat) {
+				mu.Lock()
+				if errors.Is(err, errNotFound) {
+					damage.Missing = append(damage.Missing, id)
+				} else {
+					damage.Corrupt = append(damage.Corrupt, id)
+				}
+				mu.Unlock()
+				pr.add(1, 0)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := WriteSpooled(spool, id, data); err != nil {
+				return err
+			}
+			downloaded.Add(1)
+			pr.add(1, int64(n))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	pr.finish()
+	if len(damage.Missing)+len(damage.Corrupt) > 0 {
+		bad := make(map[chunkstore.ID]bool)
+		for _, id := range append(append([]chunkstore.ID(nil), damage.Missing...), damage.Corrupt...) {
+			bad[id] = true
+		}
+		damage.Paths = fs.PathsOf(m.Records, bad)
+		sortIDs(damage.Missing)
+		sortIDs(damage.Corrupt)
+		return 0, 0, damage
+	}
+	return int(downloaded.Load()), pr.bytes.Load(), nil
+}
 
 // ReadSpooled reads chunk id from spool, checked against its ID.
 func ReadSpooled(spool string, id chunkstore.ID) ([]byte, error) {
@@ -332,62 +338,4 @@ func checkRoot(path string, want versions.Root) error {
 
 func sortIDs(ids []chunkstore.ID) {
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
-}
-
-// PullOptions say what to pull.
-type PullOptions struct {
-	Remote   string // the remote's name in ws's remotes file
-	Snapshot string // "" is the HEAD
-	// Force discards changes made to ws since it last synced.
-	Force    bool
-	Progress func(Progress)
-}
-
-// Pull replaces the closed workspace ws with the remote's HEAD (or
-// opts.Snapshot), reusing the chunks ws holds and downloading the rest,
-// verified as Clone does. It refuses if ws changed since it last synced
-// with the remote (its root is not the cursor's) unless opts.Force. The
-// workspace is replaced whole: its local snapshots and exec records go.
-func Pull(ctx context.Context, ws string, c *Client, opts PullOptions) (*CloneReport, error) {
-	cfg, err := LoadConfig(ws)
-	if err != nil {
-		return nil, err
-	}
-	cur := cfg.Cursors[opts.Remote]
-	rel := "HEAD"
-	if opts.Snapshot != "" {
-		rel = "snapshots/" + snapKey(opts.Snapshot)
-	}
-	ref, _, err := c.getRef(ctx, rel)
-	if errors.Is(err, errNotFound) {
-		return nil, fmt.Errorf("pull %s: nothing there", c.loc)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
-	}
-	st, err := chunkstore.Open(ws, chunkstore.Options{MustExist: true})
-	if err != nil {
-		return nil, fmt.Errorf("pull: open %s: %w", ws, err)
-	}
-	defer st.Close()
-	local, err := fs.StoreRoot(st)
-	if err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
-	}
-	if cur.Pending != nil && ref.Manifest == cur.Pending.Manifest {
-		cur = *cur.Pending // a push that landed before it was recorded
-	}
-	if local.String() == ref.Root {
-		cfg.Cursors[opts.Remote] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
-		return &CloneReport{Snapshot: ref.Snapshot, Root: ref.Root, Manifest: ref.Manifest, UpToDate: true}, cfg.Save(ws)
-	}
-	if !opts.Force && local.String() != cur.Root {
-		return nil, fmt.Errorf("pull %s: %w: %s changed since it last synced with %s (root %s, synced %s); push it first, or pull --force to discard the changes",
-			c.loc, ErrConflict, ws, opts.Remote, short(local.String()), short(orNothing(cur.Root)))
-	}
-	rep, err := c.cloneRef(ctx, ws, ref, CloneOptions{RemoteName: opts.Remote, Progress: opts.Progress, cache: st, replace: true})
-	if err != nil {
-		return nil, fmt.Errorf("pull: %w", err)
-	}
-	return rep, nil
 }

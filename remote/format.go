@@ -35,6 +35,9 @@ type ManifestHeader struct {
 	Parent   string `json:"parent,omitempty"`
 	Host     string `json:"host,omitempty"`
 	PushedAt string `json:"pushed_at,omitempty"`
+	// Generation is the ref's (Ref.Generation), sealed in the manifest
+	// so that a ref cannot claim another for it.
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // Manifest is a decoded manifest: its header and the snapshot's records.
@@ -239,6 +242,10 @@ type Ref struct {
 	Parent   string `json:"parent,omitempty"`
 	Host     string `json:"host,omitempty"`
 	PushedAt string `json:"pushed_at,omitempty"`
+	// Generation counts the pushes that moved HEAD: its parent's plus
+	// one (0: pushed before generations). A HEAD whose generation is
+	// below one seen before was rolled back.
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 func decodeRef(b []byte) (Ref, error) {

@@ -65,6 +65,9 @@ type PushOptions struct {
 	Progress func(Progress)
 	// Host is recorded in the ref (os.Hostname() if "").
 	Host string
+	// Force accepts a HEAD older than the newest this workspace has
+	// seen (ErrRollback otherwise).
+	Force bool
 }
 
 // PushReport says what a push did.
@@ -141,18 +144,28 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 
 	// Where the remote is.
 	ref, etag, err := c.getRef(ctx, "HEAD")
-	switch {
-	case errors.Is(err, errNotFound):
-		etag = "*"
-	case err != nil:
+	if err != nil && !errors.Is(err, errNotFound) {
 		return nil, fmt.Errorf("push to %s: HEAD: %w", c.loc, err)
+	}
+	found := err == nil
+	rolledBack := false
+	if rerr := c.checkHead(cfg, opts.Remote, ref, found); rerr != nil {
+		if !errors.Is(rerr, ErrRollback) || !opts.Force {
+			return nil, fmt.Errorf("push to %s: %w", c.loc, rerr)
+		}
+		rolledBack = true // forced: HEAD moves on from what is there
+	}
+	gen := max(ref.Generation, cfg.Heads[opts.Remote].Generation) + 1
+	switch {
+	case !found:
+		etag = "*"
 	default:
 		if cur.Pending != nil && ref.Manifest == cur.Pending.Manifest {
 			// The last push moved HEAD but was killed before it
 			// recorded so: it is what this workspace synced with.
 			cur = *cur.Pending
 		}
-		if ref.Manifest != cur.Manifest && ref.Root != m.Root {
+		if ref.Manifest != cur.Manifest && ref.Root != m.Root && !rolledBack {
 			return nil, fmt.Errorf("push to %s: %w: it holds snapshot %s (root %s) pushed by %s at %s, and this workspace last synced with %s; pull it first, or push to another prefix",
 				c.loc, ErrConflict, ref.Snapshot, short(ref.Root), ref.Host, ref.PushedAt, orNothing(cur.Manifest))
 		}
@@ -223,15 +236,19 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 		// Nothing to record: the remote's HEAD is this very tree.
 		rep.UpToDate, rep.Manifest = true, ref.Manifest
 		cfg.Cursors[opts.Remote] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
+		if err := c.noteHead(cfg, opts.Remote, ref); err != nil {
+			return nil, err
+		}
 		return rep, cfg.Save(ws)
 	}
 	m.PushedAt = now()
+	m.Generation = gen
 	mid, msize, err := c.putManifest(ctx, EncodeManifest(m))
 	if err != nil {
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
 	rep.Manifest, rep.ManifestBytes = mid, msize
-	nref := Ref{Manifest: mid, Root: m.Root, Snapshot: m.Snapshot, Parent: m.Parent, Host: opts.Host, PushedAt: m.PushedAt}
+	nref := Ref{Manifest: mid, Root: m.Root, Snapshot: m.Snapshot, Parent: m.Parent, Host: opts.Host, PushedAt: m.PushedAt, Generation: gen}
 	srel := "snapshots/" + snapKey(m.Snapshot)
 	if err := c.putRef(ctx, srel, nref, "*"); errors.Is(err, ErrConflict) {
 		// Already there: fine if it names this tree.
@@ -258,6 +275,9 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 		return nil, fmt.Errorf("push to %s: %w", c.loc, err)
 	}
 	cfg.Cursors[opts.Remote] = pend
+	if err := c.noteHead(cfg, opts.Remote, nref); err != nil {
+		return nil, err
+	}
 	if err := cfg.Save(ws); err != nil {
 		return nil, err
 	}

@@ -96,6 +96,9 @@ type Cursor struct {
 type Config struct {
 	Remotes map[string]Remote `json:"remotes"`
 	Cursors map[string]Cursor `json:"cursors,omitempty"`
+	// Heads are the newest HEAD seen on each remote (by name): a HEAD
+	// older than it is refused (ErrRollback).
+	Heads map[string]HeadSeen `json:"heads,omitempty"`
 }
 
 // ConfigPath is the remotes file of workspace ws.
@@ -109,7 +112,7 @@ func ConfigPath(ws string) string {
 
 // LoadConfig reads ws's remotes file; none is an empty config.
 func LoadConfig(ws string) (*Config, error) {
-	c := &Config{Remotes: map[string]Remote{}, Cursors: map[string]Cursor{}}
+	c := &Config{Remotes: map[string]Remote{}, Cursors: map[string]Cursor{}, Heads: map[string]HeadSeen{}}
 	b, err := os.ReadFile(ConfigPath(ws))
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
@@ -125,6 +128,9 @@ func LoadConfig(ws string) (*Config, error) {
 	}
 	if c.Cursors == nil {
 		c.Cursors = map[string]Cursor{}
+	}
+	if c.Heads == nil {
+		c.Heads = map[string]HeadSeen{}
 	}
 	return c, nil
 }
@@ -228,6 +234,10 @@ type ClientOptions struct {
 	Key []byte
 	// Concurrency is the number of requests in flight (8 if 0).
 	Concurrency int
+	// HeadBook, if set, is a file (the user's) where the newest HEAD
+	// seen of every remote is kept, so that a clone, which has no
+	// workspace to remember it in, detects a HEAD rolled back too.
+	HeadBook string
 }
 
 // Client reaches one Location.
@@ -238,6 +248,8 @@ type Client struct {
 	retry Retry
 	conc  int
 	enc   *crypter
+	// endpoint and book: where the HEADs seen are kept (heads.go).
+	endpoint, book string
 }
 
 // NewClient makes a client of loc. Credentials come from the standard
@@ -267,7 +279,7 @@ func NewClient(ctx context.Context, loc Location, opts ClientOptions) (*Client, 
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	c := &Client{s3: cl, pre: s3.NewPresignClient(cl), loc: loc, retry: opts.Retry, conc: opts.Concurrency}
+	c := &Client{s3: cl, pre: s3.NewPresignClient(cl), loc: loc, retry: opts.Retry, conc: opts.Concurrency, endpoint: opts.Endpoint, book: opts.HeadBook}
 	if c.retry.Attempts == 0 {
 		c.retry = defaultRetry
 	}
@@ -409,6 +421,11 @@ func (c *Client) has(ctx context.Context, key string) (bool, error) {
 // ErrConflict is the cause of a push refused because the remote moved
 // since the workspace last synced with it, or a write raced another.
 var ErrConflict = errors.New("remote changed")
+
+// ErrRollback is the cause of a transfer refused because the remote's
+// HEAD is older than one this workspace (or this user) saw there: the
+// remote, or someone with access to its bucket, rolled it back.
+var ErrRollback = errors.New("remote HEAD rolled back")
 
 // put writes an object. ifMatch, if set, makes it conditional on the
 // object's ETag ("*" for: only if absent, sent as If-None-Match).

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
@@ -915,5 +917,205 @@ func TestPushKilledAfterHEAD(t *testing.T) {
 	writeWS(t, ws, map[string][]byte{"a": []byte("four")})
 	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("push with a stale cursor: %v, want ErrConflict", err)
+	}
+}
+
+// TestPullKeepsHistory: a pull brings the pushed snapshot in as a
+// snapshot of the workspace and moves its tree there, keeping the
+// workspace's own snapshots and exec records; a pull over changes made
+// since the last sync is refused naming the files, and --force replaces
+// them while the snapshots and exec records stay.
+func TestPullKeepsHistory(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	writeWS(t, a, map[string][]byte{"x": []byte("from a"), "d/y": bytes.Repeat([]byte("y"), 3*testChunk)})
+	c := testClient(t, s, "s3://cfs/hist", Retry{})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(ctx, c, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CreateSnapshot(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	writeWS(t, a, map[string][]byte{"x": []byte("a, second"), "z": []byte("new on a")})
+	p2, err := Push(ctx, a, c, PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Pull(ctx, b, c, PullOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LocalSnapshot != p2.Snapshot || rep.Downloaded != 2 {
+		t.Errorf("pull: %+v, want local snapshot %s and 2 chunks downloaded", rep, p2.Snapshot)
+	}
+	got, root := readWS(t, b)
+	want, wantRoot := readWS(t, a)
+	sameTree(t, got, want)
+	if root != wantRoot {
+		t.Errorf("pulled root %s, want %s", root, wantRoot)
+	}
+	if snaps := strings.Join(snapshotsOf(t, b), " "); !strings.Contains(snaps, "mine") || !strings.Contains(snaps, p2.Snapshot) {
+		t.Errorf("snapshots after pull: %s", snaps)
+	}
+
+	// An exec on b changes a file; a pushes again.
+	f, err = fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := f.BeginExec(ctx, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := f.Create(fs.Caller{}, fs.RootIno, "by-exec", fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(ctx, nf.Ino, 0, []byte("exec output"), false); err != nil {
+		t.Fatal(err)
+	}
+	f.Release(nf.Ino)
+	if _, err := f.EndExec(ctx, cp, fs.ExecRecord{Backend: "test", Command: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeWS(t, a, map[string][]byte{"x": []byte("a, third")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	_, before := readWS(t, b)
+	_, err = Pull(ctx, b, c, PullOptions{Remote: "origin"})
+	var lc *LocalChangesError
+	if !errors.As(err, &lc) || !errors.Is(err, ErrConflict) || strings.Join(lc.Paths, " ") != "/by-exec" {
+		t.Fatalf("pull over an exec's change: %v, want a LocalChangesError naming /by-exec", err)
+	}
+	if _, after := readWS(t, b); after != before {
+		t.Fatal("a refused pull changed the workspace")
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, root = readWS(t, b)
+	want, wantRoot = readWS(t, a)
+	sameTree(t, got, want)
+	if root != wantRoot {
+		t.Errorf("pulled root %s, want %s", root, wantRoot)
+	}
+	f, err = fs.Open(b, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execs, err := f.Execs()
+	if err != nil || len(execs) != 1 || execs[0].Command != "e1" {
+		t.Errorf("exec records after pull --force: %+v %v", execs, err)
+	}
+	v, err := f.SnapshotView("mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := v.Lookup(fs.RootIno, "x"); err != nil {
+		t.Error(err)
+	} else {
+		buf := make([]byte, 64)
+		n, _ := v.Read(a.Ino, 0, buf)
+		if string(buf[:n]) != "from a" {
+			t.Errorf("snapshot mine's x after two pulls: %q", buf[:n])
+		}
+	}
+	f.Close()
+	fsck(t, b)
+	if snaps := strings.Join(snapshotsOf(t, b), " "); !strings.Contains(snaps, "mine") {
+		t.Errorf("snapshots after pull --force: %s", snaps)
+	}
+}
+
+// TestHeadRollback: HEAD rewritten (an S3 PutObject of an older HEAD
+// object, as a server or anyone with the bucket's keys could) to an
+// older push is refused by pull, push and clone with ErrRollback, as is
+// a HEAD deleted; --force accepts it, and a forced push moves HEAD past
+// every generation seen.
+func TestHeadRollback(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	c := testClient(t, s, "s3://cfs/rb", Retry{})
+	writeWS(t, a, map[string][]byte{"x": []byte("one")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := c.get(ctx, c.key("HEAD"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("two")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, err := c.getRef(ctx, "HEAD")
+	if err != nil || head.Generation != 2 {
+		t.Fatalf("HEAD after two pushes: generation %d (%v), want 2", head.Generation, err)
+	}
+	book := filepath.Join(dir, "heads.json")
+	cb := testClient(t, s, "s3://cfs/rb", Retry{})
+	cb.book = book
+	if _, err := Clone(ctx, cb, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rolled back to the first push.
+	if err := c.put(ctx, c.key("HEAD"), old, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("three")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("push onto a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Clone(ctx, cb, filepath.Join(dir, "c.cfs"), CloneOptions{}); !errors.Is(err, ErrRollback) {
+		t.Errorf("clone (with the user's head book) of a rolled-back HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Clone(ctx, cb, filepath.Join(dir, "c.cfs"), CloneOptions{Force: true}); err != nil {
+		t.Errorf("clone --force of a rolled-back HEAD: %v", err)
+	}
+	// Forced, a push moves HEAD on past what was seen.
+	rep, err := Push(ctx, a, c, PushOptions{Remote: "origin", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ = c.getRef(ctx, "HEAD"); head.Generation != 3 || head.Manifest != rep.Manifest {
+		t.Errorf("HEAD after a forced push: %+v, want generation 3, manifest %s", head, rep.Manifest)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); err != nil {
+		t.Errorf("pull after the forced push: %v", err)
+	}
+	if got, _ := readWS(t, b); got["x"] != "three" {
+		t.Errorf("x after pull: %q", got["x"])
+	}
+
+	// HEAD deleted where one was seen.
+	if _, err := c.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("cfs"), Key: aws.String(c.key("HEAD"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a deleted HEAD: %v, want ErrRollback", err)
+	}
+	if _, err := Push(ctx, b, c, PushOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("push where HEAD was deleted: %v, want ErrRollback", err)
 	}
 }

@@ -35,6 +35,9 @@ type Syncer struct {
 	// Kick, if not nil, makes the syncer look at once (after an exec)
 	// rather than at its next tick; a retry's backoff still holds.
 	Kick <-chan struct{}
+	// Lock, if set, is held across each push: the daemon's Host, whose
+	// pushes and pulls must not interleave with the syncer's.
+	Lock sync.Locker
 
 	mu    sync.Mutex
 	state SyncState
@@ -116,6 +119,9 @@ func (s *Syncer) Run(ctx context.Context) {
 	wait := s.Every
 	backoff := s.MinBackoff
 	var lastSnap, unpushed string
+	// conflictAt is the cursor's manifest when a push was refused (the
+	// remote moved): no push is tried until a pull moves it.
+	var conflictAt string
 	// Sync snapshots of an earlier run: all but the one last pushed go.
 	var pendingSnap string
 	if cfg, err := LoadConfig(s.WS); err == nil {
@@ -142,15 +148,24 @@ func (s *Syncer) Run(ctx context.Context) {
 			timer.Stop()
 		}
 		wait = s.Every
+		if conflictAt != "" {
+			if s.cursorManifest() == conflictAt || s.cursorManifest() == "" && conflictAt == "-" {
+				continue
+			}
+			conflictAt = ""
+		}
+		s.lock()
 		root, err := s.FS.Root(ctx)
 		if err != nil {
+			s.unlock()
 			if ctx.Err() != nil {
 				return
 			}
 			s.Log.Warn("sync: read the root", "err", err)
 			continue
 		}
-		if root.String() == s.State().LastRoot {
+		if root.String() == s.State().LastRoot || s.synced(root.String()) {
+			s.unlock()
 			continue
 		}
 		s.set(func(st *SyncState) { st.State = "pushing" })
@@ -163,14 +178,21 @@ func (s *Syncer) Run(ctx context.Context) {
 		if err == nil {
 			rep, err = PushFS(ctx, s.FS, s.WS, s.Client, PushOptions{Remote: s.Remote, Snapshot: unpushed})
 		}
+		s.unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			if errors.Is(err, ErrConflict) {
-				s.Log.Error("sync stopped: the remote moved", "remote", s.Remote, "err", err)
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrRollback) {
+				// Stopped until a pull (or a push through the daemon)
+				// moves the cursor: then it tries again.
+				s.Log.Error("sync stopped until a pull: the remote moved", "remote", s.Remote, "err", err)
 				s.set(func(st *SyncState) { st.State, st.Error = "conflict", err.Error() })
-				return
+				conflictAt = s.cursorManifest()
+				if conflictAt == "" {
+					conflictAt = "-"
+				}
+				continue
 			}
 			s.set(func(st *SyncState) {
 				st.State, st.Error = "pending", err.Error()
@@ -196,6 +218,45 @@ func (s *Syncer) Run(ctx context.Context) {
 	}
 }
 
+func (s *Syncer) cursorManifest() string {
+	cfg, err := LoadConfig(s.WS)
+	if err != nil {
+		return ""
+	}
+	return cfg.Cursors[s.Remote].Manifest
+}
+
+func (s *Syncer) lock() {
+	if s.Lock != nil {
+		s.Lock.Lock()
+	}
+}
+
+func (s *Syncer) unlock() {
+	if s.Lock != nil {
+		s.Lock.Unlock()
+	}
+}
+
+// synced says whether the remote's cursor is at root already (a push or
+// pull through the daemon moved it): then the state says so, and there
+// is nothing to push.
+func (s *Syncer) synced(root string) bool {
+	cfg, err := LoadConfig(s.WS)
+	if err != nil {
+		return false
+	}
+	cur := cfg.Cursors[s.Remote]
+	if cur.Root != root {
+		return false
+	}
+	s.set(func(st *SyncState) {
+		st.State, st.Error, st.Attempts, st.NextTry = "idle", "", 0, ""
+		st.LastRoot, st.Snapshot = cur.Root, cur.Snapshot
+	})
+	return true
+}
+
 func (s *Syncer) dropSnapshot(name string) {
 	if _, err := fs.DeleteSnapshot(s.FS.Store(), name); err != nil && !errors.Is(err, fs.ErrNoSnapshot) {
 		s.Log.Warn("sync: delete a sync snapshot", "snapshot", name, "err", err)
@@ -208,4 +269,38 @@ func (s *Syncer) kick(wait time.Duration) <-chan struct{} {
 		return nil
 	}
 	return s.Kick
+}
+
+// PushStatus says whether the workspace as it is now is on the remote a
+// Syncer pushes to, for an exec's result.
+type PushStatus struct {
+	Remote, URL string
+	// State is "pushed" (the remote's HEAD, as last synced, is this
+	// tree), "pending" (not yet: the push follows, retried while it
+	// fails) or "conflict" (stopped until a pull).
+	State                                      string
+	Root                                       string // the workspace's root now
+	PushedRoot, PushedManifest, PushedSnapshot string // the cursor
+	Error                                      string // the last failure, while retried
+}
+
+// Status is where the workspace stands against the remote now: call it
+// when an exec returns (before the syncer is kicked).
+func (s *Syncer) Status(ctx context.Context) PushStatus {
+	st := s.State()
+	ps := PushStatus{Remote: s.Remote, URL: s.Client.loc.String(), State: "pending", Error: st.Error}
+	if root, err := s.FS.Root(ctx); err == nil {
+		ps.Root = root.String()
+	}
+	if cfg, err := LoadConfig(s.WS); err == nil {
+		cur := cfg.Cursors[s.Remote]
+		ps.PushedRoot, ps.PushedManifest, ps.PushedSnapshot = cur.Root, cur.Manifest, cur.Snapshot
+	}
+	switch {
+	case st.State == "conflict":
+		ps.State = "conflict"
+	case ps.Root != "" && ps.Root == ps.PushedRoot:
+		ps.State, ps.Error = "pushed", ""
+	}
+	return ps
 }

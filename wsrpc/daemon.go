@@ -15,6 +15,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/remote"
 	"github.com/computerfs/computerfs/workspace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -59,6 +60,9 @@ type DaemonOptions struct {
 	// each call, instead of WS and Rules: the daemon swaps it when the
 	// policy is reloaded.
 	Files func() *workspace.WS
+	// Remote, if set, does Push and Pull on FS (package remote);
+	// nil: they are refused.
+	Remote *remote.Host
 }
 
 // FuseStats are what a mount served, for Status.

@@ -64,6 +64,7 @@ func newPushCmd(e *env) *cobra.Command {
 	f := c.Flags()
 	workspaceFlag(f, &o.ws, "workspace store")
 	f.StringVar(&o.snapshot, "snapshot", "", "push this snapshot (default: take one now, named push-TIME)")
+	f.BoolVar(&o.force, "force", false, "push even if the remote's HEAD is older than the newest seen there (rolled back)")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON for machines")
 	return c
 }
@@ -84,6 +85,7 @@ func newCloneCmd(e *env) *cobra.Command {
 	f.StringVar(&o.snapshot, "snapshot", "", "clone this pushed snapshot (default: the remote's HEAD)")
 	f.StringVar(&o.name, "name", "origin", "the remote's name in the new workspace")
 	f.StringVar(&o.keyFile, "key-file", "", "the key of an encrypted remote")
+	f.BoolVar(&o.force, "force", false, "clone even if the remote's HEAD is older than the newest this user has seen there (rolled back)")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON for machines")
 	return c
 }
@@ -92,7 +94,7 @@ func newPullCmd(e *env) *cobra.Command {
 	var o remoteOpts
 	c := &cobra.Command{
 		Use:   "pull [NAME]",
-		Short: "replace a workspace with its remote's newest push (--force: discard local changes)",
+		Short: "bring the remote's newest push in as a snapshot of the workspace and move the workspace to it, live if a daemon serves it (its snapshots and exec records stay; --force: replace local changes)",
 		Args:  argRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runPull(c.Context(), e, o, optArg(args, 0))
@@ -101,7 +103,7 @@ func newPullCmd(e *env) *cobra.Command {
 	f := c.Flags()
 	workspaceFlag(f, &o.ws, "workspace store")
 	f.StringVar(&o.snapshot, "snapshot", "", "pull this pushed snapshot (default: the remote's HEAD)")
-	f.BoolVar(&o.force, "force", false, "discard changes made since the workspace last synced with the remote")
+	f.BoolVar(&o.force, "force", false, "replace changes made since the workspace last synced with the remote (they stay in its snapshots, if any hold them), and accept a HEAD older than the newest seen")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON for machines")
 	return c
 }

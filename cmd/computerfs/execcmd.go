@@ -390,7 +390,7 @@ func outcome(res *backends.Result, err error) (*pb.Exit, []byte, *pb.Chosen, *pb
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	sum := &pb.Summary{ChangesTruncated: res.ChangesTruncated}
+	sum := &pb.Summary{ChangesTruncated: res.ChangesTruncated, Sync: res.Sync}
 	for _, c := range res.Changes {
 		sum.Changes = append(sum.Changes, &pb.Change{Seq: c.Seq, Op: c.Op, Path: c.Path, NewPath: c.NewPath})
 	}
@@ -421,6 +421,29 @@ type execResultJSON struct {
 	Result           json.RawMessage `json:"result,omitempty"`
 	FilesChanged     []changeJSON    `json:"files_changed"`
 	ChangesTruncated bool            `json:"changes_truncated"`
+	// Sync is set when the daemon syncs to a remote (--push-every):
+	// whether what the exec left is pushed yet, or pending.
+	Sync *syncJSON `json:"sync,omitempty"`
+}
+
+// syncJSON is pb.SyncStatus for exec --json and the MCP exec result.
+type syncJSON struct {
+	Remote         string `json:"remote"`
+	URL            string `json:"url"`
+	State          string `json:"state"` // pushed, pending, conflict
+	Root           string `json:"root,omitempty"`
+	PushedRoot     string `json:"pushed_root,omitempty"`
+	PushedManifest string `json:"pushed_manifest,omitempty"`
+	PushedSnapshot string `json:"pushed_snapshot,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+func syncOf(s *pb.SyncStatus) *syncJSON {
+	if s == nil {
+		return nil
+	}
+	return &syncJSON{Remote: s.Remote, URL: s.Url, State: s.State, Root: s.Root, PushedRoot: s.PushedRoot,
+		PushedManifest: s.PushedManifest, PushedSnapshot: s.PushedSnapshot, Error: s.Error}
 }
 
 type changeJSON struct {
@@ -435,7 +458,7 @@ func newExecResultJSON(exit *pb.Exit, result []byte, chosen *pb.Chosen, sum *pb.
 		Exit: backends.ExitStatus(exit), ExitClass: backends.ExitClass(exit), ExitCode: exit.GetExitCode(),
 		DurationMs: float64(exit.GetDurationNs()) / 1e6, TimedOut: exit.GetTimedOut(), Truncated: exit.GetTruncated(),
 		OOMKilled: exit.GetOomKilled(), Reason: exit.GetReason(), ChangesTruncated: sum.GetChangesTruncated(),
-		FilesChanged: []changeJSON{},
+		FilesChanged: []changeJSON{}, Sync: syncOf(sum.GetSync()),
 	}
 	if n := exit.GetSignal(); n != 0 {
 		name := unix.SignalName(syscall.Signal(n))

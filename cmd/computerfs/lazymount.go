@@ -32,7 +32,7 @@ func runLazyMount(ctx context.Context, e *env, o lazyMountOpts, ws, mnt string) 
 			return err
 		}
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/mcpserver"
 	"github.com/computerfs/computerfs/pluginapi/pb"
+	"github.com/computerfs/computerfs/remote"
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/computerfs/computerfs/wsrpc"
 	"github.com/spf13/pflag"
@@ -238,7 +239,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		viewMount = views.mount
 	}
 	kick := make(chan struct{}, 1) // execs kick the syncer (--push-every)
-	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick), viewMount)
+	var syncer atomic.Pointer[remote.Syncer]
+	rt, closeRT, err := newRuntime(e, ws, api, absMnt, afterExec(m.Exec, kick, &syncer), viewMount)
 	if err != nil {
 		return err
 	}
@@ -287,6 +289,10 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		views.closeFork(uctx, fork)
 	})
 	dopts.Files = files.Load // restore, undo and diffs obey the file API's rules
+	// Push and pull through the daemon, on its open store; a pull moves
+	// the live tree through api, which tells the mount.
+	host := &remote.Host{FS: f, WS: ws, Apply: api.ApplyTree, Options: clientOptions()}
+	dopts.Remote = host
 	ctl, err := wsrpc.Listen(ws, wsrpc.NewServer(wsrpc.WithForks(func(context.Context) (*workspace.WS, error) { return files.Load(), nil })), e.log,
 		backends.NewService(rt).Register, wsrpc.NewDaemonServer(dopts).Register)
 	if err != nil {
@@ -326,7 +332,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
-	stopSync, err := startSync(ctx, e, c.sync, ws, f, kick)
+	stopSync, err := startSync(ctx, e, c.sync, host, kick, &syncer)
 	if err != nil {
 		return err
 	}

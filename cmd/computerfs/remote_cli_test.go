@@ -307,3 +307,198 @@ func TestLazyMountCLI(t *testing.T) {
 		t.Errorf("spool left: %v", err)
 	}
 }
+
+// TestRemoteThroughDaemon: push and pull of a mounted workspace go
+// through its daemon: push --json says what the offline push says; a
+// pull moves the live tree (the mount shows the pulled files at once,
+// even one whose old content the kernel had cached) and keeps the
+// workspace's snapshots and exec records; a pull over a change made
+// through the mount is refused with exit 4 naming the file, and --force
+// replaces it; fsck is clean.
+func TestRemoteThroughDaemon(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/live", "--endpoint", s.Endpoint)
+	runDaemon(t, home, ws, mnt)
+	writeFile(t, filepath.Join(mnt, "shared"), []byte("version 1\n"))
+	writeFile(t, filepath.Join(mnt, "big"), randomData(3<<20, 7))
+	if r := mustCLI(t, home, "exec", "-w", ws, "-b", "shell", "--", "echo by exec > /by-exec"); r.code != 0 {
+		t.Fatal(r)
+	}
+	mustCLI(t, home, "snapshot", "create", ws, "mine")
+	var push struct {
+		Remote, URL, Snapshot, Root string
+		Chunks, Uploaded            int
+	}
+	r := mustCLI(t, home, "push", "-w", ws, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &push); err != nil {
+		t.Fatalf("push --json: %v\n%s", err, r)
+	}
+	if push.Remote != "origin" || push.URL != "s3://cfs/live" || push.Uploaded != push.Chunks || push.Chunks < 3 || push.Root == "" {
+		t.Errorf("push through the daemon: %+v", push)
+	}
+	// Another host changes the workspace.
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/live", other, "--endpoint", s.Endpoint)
+	if got, err := os.ReadFile(filepath.Join(mnt, "shared")); err != nil || string(got) != "version 1\n" {
+		t.Fatalf("read before pull: %q %v", got, err) // the kernel caches it now
+	}
+	mustCLIIn(t, home, "version 2 from the other host\n", "fs", "write", "-w", other, "/shared")
+	mustCLIIn(t, home, "new\n", "fs", "write", "-w", other, "/from-other")
+	mustCLI(t, home, "push", "-w", other)
+
+	r = mustCLI(t, home, "pull", "-w", ws)
+	if !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "snapshots and exec records are kept") {
+		t.Errorf("pull output: %s", r.stdout)
+	}
+	for name, want := range map[string]string{"shared": "version 2 from the other host\n", "from-other": "new\n", "by-exec": "by exec\n"} {
+		if got, err := os.ReadFile(filepath.Join(mnt, name)); err != nil || string(got) != want {
+			t.Errorf("%s through the mount after pull: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	snaps := mustCLI(t, home, "snapshot", "list", ws).stdout
+	if !strings.Contains(snaps, "mine") {
+		t.Errorf("snapshots after pull:\n%s", snaps)
+	}
+	if execs := mustCLI(t, home, "execs", "-w", ws).stdout; !strings.Contains(execs, "by-exec") {
+		t.Errorf("exec records after pull:\n%s", execs)
+	}
+
+	// A change through the mount, and another push from the other host:
+	// the pull is refused, naming the file, until --force.
+	writeFile(t, filepath.Join(mnt, "local-only"), []byte("mine\n"))
+	mustCLIIn(t, home, "version 3\n", "fs", "write", "-w", other, "/shared")
+	mustCLI(t, home, "push", "-w", other)
+	r = cli(t, home, "pull", "-w", ws)
+	if r.code != 4 || !strings.Contains(r.stderr, "/local-only") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("pull over a local change: want exit 4 naming /local-only\n%v", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(mnt, "local-only")); string(got) != "mine\n" {
+		t.Errorf("a refused pull changed the mount: %q", got)
+	}
+	mustCLI(t, home, "pull", "-w", ws, "--force")
+	if got, err := os.ReadFile(filepath.Join(mnt, "shared")); err != nil || string(got) != "version 3\n" {
+		t.Errorf("shared after pull --force: %q %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "local-only")); !os.IsNotExist(err) {
+		t.Errorf("local-only after pull --force: %v", err)
+	}
+	// The snapshot taken before still has the local file's history.
+	if got := mustCLI(t, home, "fs", "cat", "-w", ws, "--snapshot", "mine", "/shared").stdout; got != "version 1\n" {
+		t.Errorf("snapshot mine's /shared: %q", got)
+	}
+	mustCLI(t, home, "umount", mnt)
+	fsckClean(t, home, ws)
+}
+
+// mustCLIIn runs the binary with stdin and fails unless it exits 0.
+func mustCLIIn(t *testing.T, home, stdin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(cfsBin, args...)
+	cmd.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("computerfs %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestExecSyncStatusCLI: with --push-every, an exec's result (exec
+// --json) says whether what it left is on the remote: "pending" for an
+// exec that changed something (the push follows), and, once the syncer
+// has pushed, "pushed" with the pushed root for one that changed
+// nothing.
+func TestExecSyncStatusCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/execsync", "--endpoint", s.Endpoint)
+	runDaemon(t, home, ws, mnt, "--push-every", "1h") // pushes after execs only
+	type syncOut struct {
+		Remote, URL, State, Root string
+		PushedRoot               string `json:"pushed_root"`
+	}
+	exec := func(script string) syncOut {
+		t.Helper()
+		var out struct{ Sync *syncOut }
+		r := mustCLI(t, home, "exec", "-w", ws, "-b", "shell", "--json", "--", script)
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Sync == nil {
+			t.Fatalf("exec --json: no sync (%v)\n%s", err, r.stdout)
+		}
+		return *out.Sync
+	}
+	st := exec("echo changed > /f")
+	if st.State != "pending" || st.Remote != "origin" || st.URL != "s3://cfs/execsync" || st.Root == "" || st.Root == st.PushedRoot {
+		t.Errorf("exec that changed a file: sync %+v, want pending", st)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := exec("true")
+		if got.State == "pushed" {
+			if got.PushedRoot != st.Root || got.Root != st.Root {
+				t.Errorf("pushed: %+v, want root %s", got, st.Root)
+			}
+			break
+		}
+		if got.State != "pending" || time.Now().After(deadline) {
+			t.Fatalf("exec after the push: %+v", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestHeadRollbackCLI: the HEAD object rewritten in the server's backing
+// directory to an older push's: pull, push and clone refuse it with exit
+// 4 saying it was rolled back (the clone through the user's book of
+// HEADs seen), and --force accepts it.
+func TestHeadRollbackCLI(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, _ := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/rb", "--endpoint", s.Endpoint)
+	mustCLIIn(t, home, "one\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "push", "-w", ws)
+	headFile := filepath.Join(s.Dir(), "cfs", "rb", "HEAD")
+	old, err := os.ReadFile(headFile)
+	if err != nil {
+		t.Fatalf("the HEAD object in versitygw's directory: %v", err)
+	}
+	mustCLIIn(t, home, "two\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "push", "-w", ws)
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/rb", other, "--endpoint", s.Endpoint)
+	if err := os.WriteFile(headFile, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"pull", "-w", other},
+		{"push", "-w", ws},
+		{"clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint},
+	} {
+		if r := cli(t, home, args...); r.code != 4 || !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("%s over a rolled-back HEAD: want exit 4 saying so\n%v", args[0], r)
+		}
+	}
+	mustCLI(t, home, "clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint, "--force")
+	mustCLI(t, home, "pull", "-w", other, "--force")
+	if got := mustCLI(t, home, "fs", "cat", "-w", other, "/x").stdout; got != "one\n" {
+		t.Errorf("x after pull --force of the old HEAD: %q", got)
+	}
+}

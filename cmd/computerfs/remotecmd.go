@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"golang.org/x/term"
+	"google.golang.org/grpc/codes"
 
 	"github.com/computerfs/computerfs/remote"
 	"github.com/computerfs/computerfs/workspace"
+	"github.com/computerfs/computerfs/wsrpc"
 )
 
 // The remote commands (issue 18): remote add|list, push, clone, pull,
@@ -100,47 +102,15 @@ func runRemoteList(e *env, o remoteOpts) error {
 	return nil
 }
 
-// pickRemote is the named remote of ws, or its only one.
-func pickRemote(ws, name string) (string, remote.Remote, error) {
-	cfg, err := remote.LoadConfig(ws)
-	if err != nil {
-		return "", remote.Remote{}, err
-	}
-	if name == "" {
-		switch len(cfg.Remotes) {
-		case 0:
-			return "", remote.Remote{}, fmt.Errorf("%s has no remote: computerfs remote add NAME s3://BUCKET/PREFIX", ws)
-		case 1:
-			for n := range cfg.Remotes {
-				name = n
-			}
-		default:
-			if _, ok := cfg.Remotes["origin"]; !ok {
-				return "", remote.Remote{}, fmt.Errorf("%s has several remotes and none is origin: name one", ws)
-			}
-			name = "origin"
-		}
-	}
-	r, ok := cfg.Remotes[name]
-	if !ok {
-		return "", remote.Remote{}, fmt.Errorf("%s has no remote %s (computerfs remote list)", ws, name)
-	}
-	return name, r, nil
+// clientOptions are the options of every remote client: the user's
+// book of the HEADs seen ($COMPUTERFS_HOME/remote-heads.json), which
+// lets a clone detect a HEAD rolled back.
+func clientOptions() remote.ClientOptions {
+	return remote.ClientOptions{HeadBook: filepath.Join(defaultHome(), "remote-heads.json")}
 }
 
-// refuseServed fails when a daemon serves ws: push and pull work on a
-// closed workspace.
-func refuseServed(ctx context.Context, ws, what string) error {
-	d, closeD, err := daemonOf(ctx, ws)
-	if err != nil {
-		return err
-	}
-	if d != nil {
-		closeD()
-		return fmt.Errorf("%s is served by a daemon: %s works on a workspace no daemon holds (unmount or stop it first)", ws, what)
-	}
-	return nil
-}
+// pickRemote is the named remote of ws, or its only one (or origin).
+func pickRemote(ws, name string) (string, remote.Remote, error) { return remote.Pick(ws, name) }
 
 // progressTo prints transfer progress on w when it is a terminal.
 func progressTo(w io.Writer) func(remote.Progress) {
@@ -156,53 +126,76 @@ func progressTo(w io.Writer) func(remote.Progress) {
 	}
 }
 
-// openRemote resolves the workspace of o (a store no daemon holds) and
-// its remote called name (or the default one), for push and pull.
-func openRemote(ctx context.Context, o remoteOpts, name, verb string) (ws, remoteName string, r remote.Remote, c *remote.Client, err error) {
-	fail := func(err error) (string, string, remote.Remote, *remote.Client, error) {
-		return "", "", remote.Remote{}, nil, err
+// transferError gives a transfer refused for a moved remote, local
+// changes or a rolled-back HEAD the conflict exit status (4).
+func transferError(err error) error {
+	var ce *wsrpc.CallError
+	if errors.Is(err, remote.ErrConflict) || errors.Is(err, remote.ErrRollback) || errors.As(err, &ce) && ce.Code == codes.FailedPrecondition {
+		return codedError{err, exitConflict}
 	}
-	if ws, err = workspaceArg(o.ws); err != nil {
-		return fail(err)
+	return err
+}
+
+// onRemote runs a push or pull of the workspace of o: through the
+// daemon that serves it, which does the work on its open store, or,
+// when none does, offline with a client of the remote called name.
+func onRemote(ctx context.Context, o remoteOpts, name string, online func(*wsrpc.DaemonClient) error, offline func(ws, name string, r remote.Remote, c *remote.Client) error) error {
+	ws, err := workspaceArg(o.ws)
+	if err != nil {
+		return err
 	}
 	if err := requireWorkspace(ws); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := refuseServed(ctx, ws, verb); err != nil {
-		return fail(err)
+	d, closeD, err := daemonOf(ctx, ws)
+	if err != nil {
+		return err
 	}
-	if remoteName, r, err = pickRemote(ws, name); err != nil {
-		return fail(err)
+	if d != nil {
+		defer closeD()
+		return transferError(online(d))
 	}
-	if c, err = remote.ClientFor(ctx, r, remote.ClientOptions{}); err != nil {
-		return fail(err)
+	name, r, err := pickRemote(ws, name)
+	if err != nil {
+		return err
 	}
-	return ws, remoteName, r, c, nil
+	c, err := remote.ClientFor(ctx, r, clientOptions())
+	if err != nil {
+		return err
+	}
+	return transferError(offline(ws, name, r, c))
 }
 
 func runPush(ctx context.Context, e *env, o remoteOpts, name string) error {
-	ws, name, r, c, err := openRemote(ctx, o, name, "push")
-	if err != nil {
-		return err
-	}
-	rep, err := remote.Push(ctx, ws, c, remote.PushOptions{Remote: name, Snapshot: o.snapshot, Progress: progressTo(e.stderr)})
-	if err != nil {
-		if errors.Is(err, remote.ErrConflict) {
-			return codedError{err, exitConflict}
+	opts := remote.PushOptions{Snapshot: o.snapshot, Force: o.force, Progress: progressTo(e.stderr)}
+	return onRemote(ctx, o, name, func(d *wsrpc.DaemonClient) error {
+		res, rep, err := d.Push(ctx, name, opts)
+		if err != nil {
+			return err
 		}
-		return err
-	}
+		return reportPush(e, o, res.Remote, res.URL, rep)
+	}, func(ws, name string, r remote.Remote, c *remote.Client) error {
+		opts.Remote = name
+		rep, err := remote.Push(ctx, ws, c, opts)
+		if err != nil {
+			return err
+		}
+		return reportPush(e, o, name, r.URL, rep)
+	})
+}
+
+func reportPush(e *env, o remoteOpts, name, url string, rep *remote.PushReport) error {
 	if o.asJSON {
-		return printJSON(e, map[string]any{"remote": name, "url": r.URL, "snapshot": rep.Snapshot, "root": rep.Root, "manifest": rep.Manifest,
+		return printJSON(e, map[string]any{"remote": name, "url": url, "snapshot": rep.Snapshot, "root": rep.Root, "manifest": rep.Manifest,
 			"chunks": rep.Chunks, "checked": rep.Checked, "uploaded": rep.Uploaded, "uploaded_bytes": rep.UploadedBytes,
 			"plain_bytes": rep.PlainBytes, "manifest_bytes": rep.ManifestBytes, "up_to_date": rep.UpToDate})
 	}
 	if rep.UpToDate {
-		fmt.Fprintf(e.stdout, "%s already has this tree (root %.12s); snapshot %s\n", r.URL, rep.Root, rep.Snapshot)
+		fmt.Fprintf(e.stdout, "%s already has this tree (root %.12s); snapshot %s\n", url, rep.Root, rep.Snapshot)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "pushed snapshot %s to %s: root %s; %d of %d chunks uploaded (%d bytes), manifest %.12s (%d bytes)\n",
-		rep.Snapshot, r.URL, rep.Root, rep.Uploaded, rep.Chunks, rep.UploadedBytes, rep.Manifest, rep.ManifestBytes)
+		rep.Snapshot, url, rep.Root, rep.Uploaded, rep.Chunks, rep.UploadedBytes, rep.Manifest, rep.ManifestBytes)
 	return nil
 }
 
@@ -214,16 +207,16 @@ func runClone(ctx context.Context, e *env, o remoteOpts, url, ws string) error {
 			return err
 		}
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}
 	if abs, err := filepath.Abs(ws); err == nil {
 		ws = abs
 	}
-	rep, err := remote.Clone(ctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: o.name, Remote: r, Progress: progressTo(e.stderr)})
+	rep, err := remote.Clone(ctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: o.name, Remote: r, Force: o.force, Progress: progressTo(e.stderr)})
 	if err != nil {
-		return err
+		return transferError(err)
 	}
 	return reportFetch(e, o, "cloned", url, ws, rep)
 }
@@ -231,7 +224,8 @@ func runClone(ctx context.Context, e *env, o remoteOpts, url, ws string) error {
 func reportFetch(e *env, o remoteOpts, verb, url, ws string, rep *remote.CloneReport) error {
 	if o.asJSON {
 		return printJSON(e, map[string]any{"url": url, "workspace": ws, "snapshot": rep.Snapshot, "root": rep.Root, "manifest": rep.Manifest,
-			"records": rep.Records, "chunks": rep.Chunks, "downloaded": rep.Downloaded, "downloaded_bytes": rep.DownloadedBytes, "up_to_date": rep.UpToDate})
+			"records": rep.Records, "chunks": rep.Chunks, "downloaded": rep.Downloaded, "downloaded_bytes": rep.DownloadedBytes, "up_to_date": rep.UpToDate,
+			"local_snapshot": rep.LocalSnapshot, "changed_records": rep.Changed})
 	}
 	if rep.UpToDate {
 		fmt.Fprintf(e.stdout, "%s is up to date with %s (root %.12s)\n", ws, url, rep.Root)
@@ -239,22 +233,30 @@ func reportFetch(e *env, o remoteOpts, verb, url, ws string, rep *remote.CloneRe
 	}
 	fmt.Fprintf(e.stdout, "%s snapshot %s of %s into %s: root %s verified; %d of %d chunks downloaded (%d bytes)\n",
 		verb, rep.Snapshot, url, ws, rep.Root, rep.Downloaded, rep.Chunks, rep.DownloadedBytes)
+	if rep.LocalSnapshot != "" {
+		fmt.Fprintf(e.stdout, "the workspace is now snapshot %s (%d records changed); its other snapshots and exec records are kept\n", rep.LocalSnapshot, rep.Changed)
+	}
 	return nil
 }
 
 func runPull(ctx context.Context, e *env, o remoteOpts, name string) error {
-	ws, name, r, c, err := openRemote(ctx, o, name, "pull")
-	if err != nil {
-		return err
-	}
-	rep, err := remote.Pull(ctx, ws, c, remote.PullOptions{Remote: name, Snapshot: o.snapshot, Force: o.force, Progress: progressTo(e.stderr)})
-	if err != nil {
-		if errors.Is(err, remote.ErrConflict) {
-			return codedError{err, exitConflict}
+	opts := remote.PullOptions{Snapshot: o.snapshot, Force: o.force, Progress: progressTo(e.stderr)}
+	var ws string
+	return onRemote(ctx, o, name, func(d *wsrpc.DaemonClient) error {
+		res, rep, err := d.Pull(ctx, name, opts)
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	return reportFetch(e, o, "pulled", r.URL, ws, rep)
+		ws, _ = workspaceArg(o.ws)
+		return reportFetch(e, o, "pulled", res.URL, ws, rep)
+	}, func(ws, name string, r remote.Remote, c *remote.Client) error {
+		opts.Remote = name
+		rep, err := remote.Pull(ctx, ws, c, opts)
+		if err != nil {
+			return err
+		}
+		return reportFetch(e, o, "pulled", r.URL, ws, rep)
+	})
 }
 
 func runPublish(ctx context.Context, e *env, o remoteOpts, path string) error {
@@ -286,7 +288,7 @@ func runPublish(ctx context.Context, e *env, o remoteOpts, path string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/computerfs/computerfs/backends"
-	"github.com/computerfs/computerfs/fs"
+	"github.com/computerfs/computerfs/pluginapi/pb"
 	"github.com/computerfs/computerfs/remote"
 )
 
@@ -27,30 +28,41 @@ func (s *syncFlags) register(fl *pflag.FlagSet) {
 // the returned stop ends it and waits for it. A remote that cannot be
 // reached at start fails the daemon's start (it is a configuration
 // error); later failures only leave the sync pending.
-func startSync(ctx context.Context, e *env, s syncFlags, ws string, f *fs.FS, kick <-chan struct{}) (stop func(), err error) {
+func startSync(ctx context.Context, e *env, s syncFlags, h *remote.Host, kick <-chan struct{}, running *atomic.Pointer[remote.Syncer]) (stop func(), err error) {
 	if s.every <= 0 {
 		return func() {}, nil
 	}
-	name, r, err := pickRemote(ws, s.remote)
+	name, r, err := pickRemote(h.WS, s.remote)
 	if err != nil {
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
-	c, err := remote.ClientFor(ctx, r, remote.ClientOptions{})
+	c, err := remote.ClientFor(ctx, r, clientOptions())
 	if err != nil {
 		return nil, fmt.Errorf("--push-every: %w", err)
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sy := &remote.Syncer{FS: f, WS: ws, Remote: name, Client: c, Every: s.every, Log: e.log, Kick: kick}
+	sy := &remote.Syncer{FS: h.FS, WS: h.WS, Remote: name, Client: c, Every: s.every, Log: e.log, Kick: kick, Lock: h}
 	var wg sync.WaitGroup
 	wg.Go(func() { sy.Run(sctx) })
-	return func() { cancel(); wg.Wait() }, nil
+	running.Store(sy)
+	return func() { running.Store(nil); cancel(); wg.Wait() }, nil
 }
 
-// afterExec wraps a daemon's exec hook so that every exec kicks the
-// syncer (a non-blocking send: one kick pending is enough).
-func afterExec(onExec func(*backends.Result), kick chan struct{}) func(*backends.Result) {
+// afterExec wraps a daemon's exec hook so that every exec's result says
+// where its changes stand against the remote the syncer pushes to, and
+// kicks the syncer (a non-blocking send: one kick pending is enough).
+func afterExec(onExec func(*backends.Result), kick chan struct{}, syncer *atomic.Pointer[remote.Syncer]) func(*backends.Result) {
 	return func(r *backends.Result) {
 		onExec(r)
+		sy := syncer.Load()
+		if sy == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st := sy.Status(ctx)
+		cancel()
+		r.Sync = &pb.SyncStatus{Remote: st.Remote, Url: st.URL, State: st.State, Root: st.Root,
+			PushedRoot: st.PushedRoot, PushedManifest: st.PushedManifest, PushedSnapshot: st.PushedSnapshot, Error: st.Error}
 		select {
 		case kick <- struct{}{}:
 		default:

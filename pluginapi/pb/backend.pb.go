@@ -991,6 +991,7 @@ type Summary struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Changes          []*Change              `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
 	ChangesTruncated bool                   `protobuf:"varint,2,opt,name=changes_truncated,json=changesTruncated,proto3" json:"changes_truncated,omitempty"`
+	Sync             *SyncStatus            `protobuf:"bytes,3,opt,name=sync,proto3" json:"sync,omitempty"` // set when the daemon syncs to a remote (--push-every)
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1037,6 +1038,118 @@ func (x *Summary) GetChangesTruncated() bool {
 		return x.ChangesTruncated
 	}
 	return false
+}
+
+func (x *Summary) GetSync() *SyncStatus {
+	if x != nil {
+		return x.Sync
+	}
+	return nil
+}
+
+// SyncStatus says whether the workspace as an exec left it is on the
+// remote the daemon syncs to (continuous sync, issue 18).
+type SyncStatus struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Remote string                 `protobuf:"bytes,1,opt,name=remote,proto3" json:"remote,omitempty"`
+	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// "pushed": the remote's HEAD is this state; "pending": not yet (the
+	// push follows in the background, retried while it fails);
+	// "conflict": sync is stopped until a pull (another host pushed).
+	State          string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Root           string `protobuf:"bytes,4,opt,name=root,proto3" json:"root,omitempty"`                                           // the workspace's root identifier after the exec
+	PushedRoot     string `protobuf:"bytes,5,opt,name=pushed_root,json=pushedRoot,proto3" json:"pushed_root,omitempty"`             // the root of the last push (the cursor)
+	PushedManifest string `protobuf:"bytes,6,opt,name=pushed_manifest,json=pushedManifest,proto3" json:"pushed_manifest,omitempty"` // its manifest
+	PushedSnapshot string `protobuf:"bytes,7,opt,name=pushed_snapshot,json=pushedSnapshot,proto3" json:"pushed_snapshot,omitempty"`
+	Error          string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"` // the last push's failure, while it is retried
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SyncStatus) Reset() {
+	*x = SyncStatus{}
+	mi := &file_backend_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncStatus) ProtoMessage() {}
+
+func (x *SyncStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncStatus.ProtoReflect.Descriptor instead.
+func (*SyncStatus) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SyncStatus) GetRemote() string {
+	if x != nil {
+		return x.Remote
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetPushedRoot() string {
+	if x != nil {
+		return x.PushedRoot
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetPushedManifest() string {
+	if x != nil {
+		return x.PushedManifest
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetPushedSnapshot() string {
+	if x != nil {
+		return x.PushedSnapshot
+	}
+	return ""
+}
+
+func (x *SyncStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 var File_backend_proto protoreflect.FileDescriptor
@@ -1130,10 +1243,22 @@ const file_backend_proto_rawDesc = "" +
 	"\x06Chosen\x12\x17\n" +
 	"\aexec_id\x18\x01 \x01(\tR\x06execId\x12\x18\n" +
 	"\abackend\x18\x02 \x01(\tR\abackend\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"g\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x96\x01\n" +
 	"\aSummary\x12/\n" +
 	"\achanges\x18\x01 \x03(\v2\x15.computerfs.v1.ChangeR\achanges\x12+\n" +
-	"\x11changes_truncated\x18\x02 \x01(\bR\x10changesTruncated2\xe2\x01\n" +
+	"\x11changes_truncated\x18\x02 \x01(\bR\x10changesTruncated\x12-\n" +
+	"\x04sync\x18\x03 \x01(\v2\x19.computerfs.v1.SyncStatusR\x04sync\"\xe9\x01\n" +
+	"\n" +
+	"SyncStatus\x12\x16\n" +
+	"\x06remote\x18\x01 \x01(\tR\x06remote\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x12\n" +
+	"\x04root\x18\x04 \x01(\tR\x04root\x12\x1f\n" +
+	"\vpushed_root\x18\x05 \x01(\tR\n" +
+	"pushedRoot\x12'\n" +
+	"\x0fpushed_manifest\x18\x06 \x01(\tR\x0epushedManifest\x12'\n" +
+	"\x0fpushed_snapshot\x18\a \x01(\tR\x0epushedSnapshot\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error2\xe2\x01\n" +
 	"\aBackend\x12F\n" +
 	"\bDescribe\x12\x1e.computerfs.v1.DescribeRequest\x1a\x1a.computerfs.v1.Description\x12N\n" +
 	"\tConfigure\x12\x1f.computerfs.v1.ConfigureRequest\x1a .computerfs.v1.ConfigureResponse\x12?\n" +
@@ -1151,7 +1276,7 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_backend_proto_goTypes = []any{
 	(*DescribeRequest)(nil),   // 0: computerfs.v1.DescribeRequest
 	(*Limits)(nil),            // 1: computerfs.v1.Limits
@@ -1165,33 +1290,35 @@ var file_backend_proto_goTypes = []any{
 	(*ExecOutput)(nil),        // 9: computerfs.v1.ExecOutput
 	(*Chosen)(nil),            // 10: computerfs.v1.Chosen
 	(*Summary)(nil),           // 11: computerfs.v1.Summary
-	nil,                       // 12: computerfs.v1.ConfigureRequest.SettingsEntry
-	nil,                       // 13: computerfs.v1.ExecStart.EnvEntry
-	(*Change)(nil),            // 14: computerfs.v1.Change
+	(*SyncStatus)(nil),        // 12: computerfs.v1.SyncStatus
+	nil,                       // 13: computerfs.v1.ConfigureRequest.SettingsEntry
+	nil,                       // 14: computerfs.v1.ExecStart.EnvEntry
+	(*Change)(nil),            // 15: computerfs.v1.Change
 }
 var file_backend_proto_depIdxs = []int32{
 	1,  // 0: computerfs.v1.Description.default_limits:type_name -> computerfs.v1.Limits
 	1,  // 1: computerfs.v1.Description.max_limits:type_name -> computerfs.v1.Limits
-	12, // 2: computerfs.v1.ConfigureRequest.settings:type_name -> computerfs.v1.ConfigureRequest.SettingsEntry
+	13, // 2: computerfs.v1.ConfigureRequest.settings:type_name -> computerfs.v1.ConfigureRequest.SettingsEntry
 	6,  // 3: computerfs.v1.ExecInput.start:type_name -> computerfs.v1.ExecStart
-	13, // 4: computerfs.v1.ExecStart.env:type_name -> computerfs.v1.ExecStart.EnvEntry
+	14, // 4: computerfs.v1.ExecStart.env:type_name -> computerfs.v1.ExecStart.EnvEntry
 	1,  // 5: computerfs.v1.ExecStart.limits:type_name -> computerfs.v1.Limits
 	7,  // 6: computerfs.v1.ExecOutput.started:type_name -> computerfs.v1.Started
 	8,  // 7: computerfs.v1.ExecOutput.exit:type_name -> computerfs.v1.Exit
 	10, // 8: computerfs.v1.ExecOutput.chosen:type_name -> computerfs.v1.Chosen
 	11, // 9: computerfs.v1.ExecOutput.summary:type_name -> computerfs.v1.Summary
-	14, // 10: computerfs.v1.Summary.changes:type_name -> computerfs.v1.Change
-	0,  // 11: computerfs.v1.Backend.Describe:input_type -> computerfs.v1.DescribeRequest
-	3,  // 12: computerfs.v1.Backend.Configure:input_type -> computerfs.v1.ConfigureRequest
-	5,  // 13: computerfs.v1.Backend.Exec:input_type -> computerfs.v1.ExecInput
-	2,  // 14: computerfs.v1.Backend.Describe:output_type -> computerfs.v1.Description
-	4,  // 15: computerfs.v1.Backend.Configure:output_type -> computerfs.v1.ConfigureResponse
-	9,  // 16: computerfs.v1.Backend.Exec:output_type -> computerfs.v1.ExecOutput
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	15, // 10: computerfs.v1.Summary.changes:type_name -> computerfs.v1.Change
+	12, // 11: computerfs.v1.Summary.sync:type_name -> computerfs.v1.SyncStatus
+	0,  // 12: computerfs.v1.Backend.Describe:input_type -> computerfs.v1.DescribeRequest
+	3,  // 13: computerfs.v1.Backend.Configure:input_type -> computerfs.v1.ConfigureRequest
+	5,  // 14: computerfs.v1.Backend.Exec:input_type -> computerfs.v1.ExecInput
+	2,  // 15: computerfs.v1.Backend.Describe:output_type -> computerfs.v1.Description
+	4,  // 16: computerfs.v1.Backend.Configure:output_type -> computerfs.v1.ConfigureResponse
+	9,  // 17: computerfs.v1.Backend.Exec:output_type -> computerfs.v1.ExecOutput
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -1221,7 +1348,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,162 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type TransferRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Remote        string                 `protobuf:"bytes,1,opt,name=remote,proto3" json:"remote,omitempty"`     // the remote's name; "" for the default (the only one, or origin)
+	Snapshot      string                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"` // push: the snapshot to push ("" takes one); pull: the pushed snapshot ("" is HEAD)
+	Force         bool                   `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`      // pull: replace local changes; push and pull: accept a HEAD older than the last seen
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferRequest) Reset() {
+	*x = TransferRequest{}
+	mi := &file_daemon_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferRequest) ProtoMessage() {}
+
+func (x *TransferRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferRequest.ProtoReflect.Descriptor instead.
+func (*TransferRequest) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *TransferRequest) GetRemote() string {
+	if x != nil {
+		return x.Remote
+	}
+	return ""
+}
+
+func (x *TransferRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *TransferRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// TransferProgress is how far a push or pull is; the last message
+// carries the report instead.
+type TransferProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Phase string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"` // "upload", "download"
+	Done  int64                  `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`  // chunks
+	Total int64                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Bytes int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Last message: the remote's name and URL, and the report as package
+	// remote's JSON (PushReport or CloneReport; that package's format).
+	Remote        string `protobuf:"bytes,5,opt,name=remote,proto3" json:"remote,omitempty"`
+	Url           string `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	ReportJson    string `protobuf:"bytes,7,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferProgress) Reset() {
+	*x = TransferProgress{}
+	mi := &file_daemon_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferProgress) ProtoMessage() {}
+
+func (x *TransferProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_daemon_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferProgress.ProtoReflect.Descriptor instead.
+func (*TransferProgress) Descriptor() ([]byte, []int) {
+	return file_daemon_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TransferProgress) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *TransferProgress) GetDone() int64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *TransferProgress) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *TransferProgress) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TransferProgress) GetRemote() string {
+	if x != nil {
+		return x.Remote
+	}
+	return ""
+}
+
+func (x *TransferProgress) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *TransferProgress) GetReportJson() string {
+	if x != nil {
+		return x.ReportJson
+	}
+	return ""
+}
+
 type ForkRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"` // "create", "list", "changes", "merge" or "discard"
@@ -37,7 +193,7 @@ type ForkRequest struct {
 
 func (x *ForkRequest) Reset() {
 	*x = ForkRequest{}
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +205,7 @@ func (x *ForkRequest) String() string {
 func (*ForkRequest) ProtoMessage() {}
 
 func (x *ForkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[0]
+	mi := &file_daemon_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +218,7 @@ func (x *ForkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkRequest.ProtoReflect.Descriptor instead.
 func (*ForkRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{0}
+	return file_daemon_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ForkRequest) GetOp() string {
@@ -93,7 +249,7 @@ type ForkInfo struct {
 
 func (x *ForkInfo) Reset() {
 	*x = ForkInfo{}
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +261,7 @@ func (x *ForkInfo) String() string {
 func (*ForkInfo) ProtoMessage() {}
 
 func (x *ForkInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[1]
+	mi := &file_daemon_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +274,7 @@ func (x *ForkInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkInfo.ProtoReflect.Descriptor instead.
 func (*ForkInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{1}
+	return file_daemon_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ForkInfo) GetId() string {
@@ -168,7 +324,7 @@ type ForkChange struct {
 
 func (x *ForkChange) Reset() {
 	*x = ForkChange{}
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -180,7 +336,7 @@ func (x *ForkChange) String() string {
 func (*ForkChange) ProtoMessage() {}
 
 func (x *ForkChange) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[2]
+	mi := &file_daemon_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -193,7 +349,7 @@ func (x *ForkChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkChange.ProtoReflect.Descriptor instead.
 func (*ForkChange) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{2}
+	return file_daemon_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ForkChange) GetOp() string {
@@ -230,7 +386,7 @@ type ForkResponse struct {
 
 func (x *ForkResponse) Reset() {
 	*x = ForkResponse{}
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +398,7 @@ func (x *ForkResponse) String() string {
 func (*ForkResponse) ProtoMessage() {}
 
 func (x *ForkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[3]
+	mi := &file_daemon_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +411,7 @@ func (x *ForkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkResponse.ProtoReflect.Descriptor instead.
 func (*ForkResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{3}
+	return file_daemon_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ForkResponse) GetForks() []*ForkInfo {
@@ -307,7 +463,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +475,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[4]
+	mi := &file_daemon_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +488,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{4}
+	return file_daemon_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AuditRequest) GetSince() uint64 {
@@ -389,7 +545,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +557,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[5]
+	mi := &file_daemon_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +570,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{5}
+	return file_daemon_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AuditResponse) GetRecordsJson() []string {
@@ -441,7 +597,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +609,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[6]
+	mi := &file_daemon_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +622,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{6}
+	return file_daemon_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RestoreRequest) GetSnapshot() string {
@@ -493,7 +649,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +661,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[7]
+	mi := &file_daemon_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +674,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{7}
+	return file_daemon_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UndoRequest) GetExec() string {
@@ -549,7 +705,7 @@ type RewindResponse struct {
 
 func (x *RewindResponse) Reset() {
 	*x = RewindResponse{}
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +717,7 @@ func (x *RewindResponse) String() string {
 func (*RewindResponse) ProtoMessage() {}
 
 func (x *RewindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[8]
+	mi := &file_daemon_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +730,7 @@ func (x *RewindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewindResponse.ProtoReflect.Descriptor instead.
 func (*RewindResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{8}
+	return file_daemon_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RewindResponse) GetRecords() int64 {
@@ -620,7 +776,7 @@ type ExecsRequest struct {
 
 func (x *ExecsRequest) Reset() {
 	*x = ExecsRequest{}
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +788,7 @@ func (x *ExecsRequest) String() string {
 func (*ExecsRequest) ProtoMessage() {}
 
 func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[9]
+	mi := &file_daemon_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +801,7 @@ func (x *ExecsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsRequest.ProtoReflect.Descriptor instead.
 func (*ExecsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{9}
+	return file_daemon_proto_rawDescGZIP(), []int{11}
 }
 
 // ExecRecord is fs.ExecRecord.
@@ -672,7 +828,7 @@ type ExecRecord struct {
 
 func (x *ExecRecord) Reset() {
 	*x = ExecRecord{}
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +840,7 @@ func (x *ExecRecord) String() string {
 func (*ExecRecord) ProtoMessage() {}
 
 func (x *ExecRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[10]
+	mi := &file_daemon_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +853,7 @@ func (x *ExecRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRecord.ProtoReflect.Descriptor instead.
 func (*ExecRecord) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{10}
+	return file_daemon_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExecRecord) GetId() string {
@@ -814,7 +970,7 @@ type ExecsResponse struct {
 
 func (x *ExecsResponse) Reset() {
 	*x = ExecsResponse{}
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +982,7 @@ func (x *ExecsResponse) String() string {
 func (*ExecsResponse) ProtoMessage() {}
 
 func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[11]
+	mi := &file_daemon_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +995,7 @@ func (x *ExecsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecsResponse.ProtoReflect.Descriptor instead.
 func (*ExecsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{11}
+	return file_daemon_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExecsResponse) GetExecs() []*ExecRecord {
@@ -864,7 +1020,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1032,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[12]
+	mi := &file_daemon_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1045,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{12}
+	return file_daemon_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnapshotRequest) GetOp() string {
@@ -944,7 +1100,7 @@ type DiffEntry struct {
 
 func (x *DiffEntry) Reset() {
 	*x = DiffEntry{}
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1112,7 @@ func (x *DiffEntry) String() string {
 func (*DiffEntry) ProtoMessage() {}
 
 func (x *DiffEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[13]
+	mi := &file_daemon_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1125,7 @@ func (x *DiffEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffEntry.ProtoReflect.Descriptor instead.
 func (*DiffEntry) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{13}
+	return file_daemon_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DiffEntry) GetKind() string {
@@ -1040,7 +1196,7 @@ type SnapshotInfo struct {
 
 func (x *SnapshotInfo) Reset() {
 	*x = SnapshotInfo{}
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1208,7 @@ func (x *SnapshotInfo) String() string {
 func (*SnapshotInfo) ProtoMessage() {}
 
 func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[14]
+	mi := &file_daemon_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1221,7 @@ func (x *SnapshotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotInfo.ProtoReflect.Descriptor instead.
 func (*SnapshotInfo) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{14}
+	return file_daemon_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SnapshotInfo) GetName() string {
@@ -1108,7 +1264,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1276,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[15]
+	mi := &file_daemon_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1289,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{15}
+	return file_daemon_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SnapshotResponse) GetSnapshots() []*SnapshotInfo {
@@ -1173,7 +1329,7 @@ type ScrubRequest struct {
 
 func (x *ScrubRequest) Reset() {
 	*x = ScrubRequest{}
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1341,7 @@ func (x *ScrubRequest) String() string {
 func (*ScrubRequest) ProtoMessage() {}
 
 func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[16]
+	mi := &file_daemon_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1354,7 @@ func (x *ScrubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubRequest.ProtoReflect.Descriptor instead.
 func (*ScrubRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{16}
+	return file_daemon_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScrubRequest) GetRateBytes() uint64 {
@@ -1221,7 +1377,7 @@ type ScrubProgress struct {
 
 func (x *ScrubProgress) Reset() {
 	*x = ScrubProgress{}
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1389,7 @@ func (x *ScrubProgress) String() string {
 func (*ScrubProgress) ProtoMessage() {}
 
 func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[17]
+	mi := &file_daemon_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1402,7 @@ func (x *ScrubProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubProgress.ProtoReflect.Descriptor instead.
 func (*ScrubProgress) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{17}
+	return file_daemon_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ScrubProgress) GetDoneBytes() uint64 {
@@ -1285,7 +1441,7 @@ type ScrubReport struct {
 
 func (x *ScrubReport) Reset() {
 	*x = ScrubReport{}
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1453,7 @@ func (x *ScrubReport) String() string {
 func (*ScrubReport) ProtoMessage() {}
 
 func (x *ScrubReport) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[18]
+	mi := &file_daemon_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1466,7 @@ func (x *ScrubReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScrubReport.ProtoReflect.Descriptor instead.
 func (*ScrubReport) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{18}
+	return file_daemon_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScrubReport) GetChunks() int64 {
@@ -1368,7 +1524,7 @@ type ChunkStats struct {
 
 func (x *ChunkStats) Reset() {
 	*x = ChunkStats{}
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1536,7 @@ func (x *ChunkStats) String() string {
 func (*ChunkStats) ProtoMessage() {}
 
 func (x *ChunkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[19]
+	mi := &file_daemon_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1549,7 @@ func (x *ChunkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkStats.ProtoReflect.Descriptor instead.
 func (*ChunkStats) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{19}
+	return file_daemon_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ChunkStats) GetChunks() uint64 {
@@ -1433,7 +1589,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1601,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[20]
+	mi := &file_daemon_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1614,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{20}
+	return file_daemon_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StatusRequest) GetExecs() int32 {
@@ -1481,7 +1637,7 @@ type FuseOp struct {
 
 func (x *FuseOp) Reset() {
 	*x = FuseOp{}
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1649,7 @@ func (x *FuseOp) String() string {
 func (*FuseOp) ProtoMessage() {}
 
 func (x *FuseOp) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[21]
+	mi := &file_daemon_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1662,7 @@ func (x *FuseOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FuseOp.ProtoReflect.Descriptor instead.
 func (*FuseOp) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{21}
+	return file_daemon_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FuseOp) GetOp() string {
@@ -1552,7 +1708,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1720,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[22]
+	mi := &file_daemon_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1733,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{22}
+	return file_daemon_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Commit) GetIntervalNs() int64 {
@@ -1659,7 +1815,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1827,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[23]
+	mi := &file_daemon_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1840,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{23}
+	return file_daemon_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StatusResponse) GetPid() int64 {
@@ -1835,7 +1991,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +2003,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[24]
+	mi := &file_daemon_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +2016,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{24}
+	return file_daemon_proto_rawDescGZIP(), []int{26}
 }
 
 // StatsResponse is fs.WorkspaceInfo.
@@ -1878,7 +2034,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +2046,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[25]
+	mi := &file_daemon_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +2059,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{25}
+	return file_daemon_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StatsResponse) GetFormatVersion() int32 {
@@ -1956,7 +2112,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_daemon_proto_msgTypes[26]
+	mi := &file_daemon_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2124,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[26]
+	mi := &file_daemon_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2137,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{26}
+	return file_daemon_proto_rawDescGZIP(), []int{28}
 }
 
 // FsckResponse is fs.CheckReport.
@@ -1999,7 +2155,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_daemon_proto_msgTypes[27]
+	mi := &file_daemon_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2167,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[27]
+	mi := &file_daemon_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2180,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{27}
+	return file_daemon_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FsckResponse) GetInodes() int64 {
@@ -2077,7 +2233,7 @@ type GCRequest struct {
 
 func (x *GCRequest) Reset() {
 	*x = GCRequest{}
-	mi := &file_daemon_proto_msgTypes[28]
+	mi := &file_daemon_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2245,7 @@ func (x *GCRequest) String() string {
 func (*GCRequest) ProtoMessage() {}
 
 func (x *GCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[28]
+	mi := &file_daemon_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2258,7 @@ func (x *GCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCRequest.ProtoReflect.Descriptor instead.
 func (*GCRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{28}
+	return file_daemon_proto_rawDescGZIP(), []int{30}
 }
 
 // GCResponse is fs.GCReport.
@@ -2119,7 +2275,7 @@ type GCResponse struct {
 
 func (x *GCResponse) Reset() {
 	*x = GCResponse{}
-	mi := &file_daemon_proto_msgTypes[29]
+	mi := &file_daemon_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2287,7 @@ func (x *GCResponse) String() string {
 func (*GCResponse) ProtoMessage() {}
 
 func (x *GCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[29]
+	mi := &file_daemon_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2300,7 @@ func (x *GCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCResponse.ProtoReflect.Descriptor instead.
 func (*GCResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{29}
+	return file_daemon_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GCResponse) GetChunksFreed() int64 {
@@ -2192,7 +2348,7 @@ type LimitRequest struct {
 
 func (x *LimitRequest) Reset() {
 	*x = LimitRequest{}
-	mi := &file_daemon_proto_msgTypes[30]
+	mi := &file_daemon_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2360,7 @@ func (x *LimitRequest) String() string {
 func (*LimitRequest) ProtoMessage() {}
 
 func (x *LimitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[30]
+	mi := &file_daemon_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2373,7 @@ func (x *LimitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRequest.ProtoReflect.Descriptor instead.
 func (*LimitRequest) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{30}
+	return file_daemon_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LimitRequest) GetSet() bool {
@@ -2244,7 +2400,7 @@ type LimitResponse struct {
 
 func (x *LimitResponse) Reset() {
 	*x = LimitResponse{}
-	mi := &file_daemon_proto_msgTypes[31]
+	mi := &file_daemon_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2412,7 @@ func (x *LimitResponse) String() string {
 func (*LimitResponse) ProtoMessage() {}
 
 func (x *LimitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_daemon_proto_msgTypes[31]
+	mi := &file_daemon_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2425,7 @@ func (x *LimitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitResponse.ProtoReflect.Descriptor instead.
 func (*LimitResponse) Descriptor() ([]byte, []int) {
-	return file_daemon_proto_rawDescGZIP(), []int{31}
+	return file_daemon_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LimitResponse) GetLimitBytes() uint64 {
@@ -2290,7 +2446,20 @@ var File_daemon_proto protoreflect.FileDescriptor
 
 const file_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"-\n" +
+	"\fdaemon.proto\x12\rcomputerfs.v1\x1a\rcontrol.proto\"[\n" +
+	"\x0fTransferRequest\x12\x16\n" +
+	"\x06remote\x18\x01 \x01(\tR\x06remote\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"\xb3\x01\n" +
+	"\x10TransferProgress\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\x03R\x04done\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12\x16\n" +
+	"\x06remote\x18\x05 \x01(\tR\x06remote\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x12\x1f\n" +
+	"\vreport_json\x18\a \x01(\tR\n" +
+	"reportJson\"-\n" +
 	"\vForkRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"\x86\x01\n" +
@@ -2486,7 +2655,7 @@ const file_daemon_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x01 \x01(\x04R\n" +
 	"limitBytes\x12\x1d\n" +
 	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xbb\x06\n" +
+	"used_bytes\x18\x02 \x01(\x04R\tusedBytes2\xd1\a\n" +
 	"\x06Daemon\x12E\n" +
 	"\x06Status\x12\x1c.computerfs.v1.StatusRequest\x1a\x1d.computerfs.v1.StatusResponse\x12B\n" +
 	"\x05Stats\x12\x1b.computerfs.v1.StatsRequest\x1a\x1c.computerfs.v1.StatsResponse\x12?\n" +
@@ -2499,7 +2668,9 @@ const file_daemon_proto_rawDesc = "" +
 	"\x04Undo\x12\x1a.computerfs.v1.UndoRequest\x1a\x1d.computerfs.v1.RewindResponse\x12B\n" +
 	"\x05Execs\x12\x1b.computerfs.v1.ExecsRequest\x1a\x1c.computerfs.v1.ExecsResponse\x12B\n" +
 	"\x05Audit\x12\x1b.computerfs.v1.AuditRequest\x1a\x1c.computerfs.v1.AuditResponse\x12?\n" +
-	"\x04Fork\x12\x1a.computerfs.v1.ForkRequest\x1a\x1b.computerfs.v1.ForkResponseB2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
+	"\x04Fork\x12\x1a.computerfs.v1.ForkRequest\x1a\x1b.computerfs.v1.ForkResponse\x12I\n" +
+	"\x04Push\x12\x1e.computerfs.v1.TransferRequest\x1a\x1f.computerfs.v1.TransferProgress0\x01\x12I\n" +
+	"\x04Pull\x12\x1e.computerfs.v1.TransferRequest\x1a\x1f.computerfs.v1.TransferProgress0\x01B2Z0github.com/computerfs/computerfs/pluginapi/pb;pbb\x06proto3"
 
 var (
 	file_daemon_proto_rawDescOnce sync.Once
@@ -2513,83 +2684,89 @@ func file_daemon_proto_rawDescGZIP() []byte {
 	return file_daemon_proto_rawDescData
 }
 
-var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_daemon_proto_goTypes = []any{
-	(*ForkRequest)(nil),      // 0: computerfs.v1.ForkRequest
-	(*ForkInfo)(nil),         // 1: computerfs.v1.ForkInfo
-	(*ForkChange)(nil),       // 2: computerfs.v1.ForkChange
-	(*ForkResponse)(nil),     // 3: computerfs.v1.ForkResponse
-	(*AuditRequest)(nil),     // 4: computerfs.v1.AuditRequest
-	(*AuditResponse)(nil),    // 5: computerfs.v1.AuditResponse
-	(*RestoreRequest)(nil),   // 6: computerfs.v1.RestoreRequest
-	(*UndoRequest)(nil),      // 7: computerfs.v1.UndoRequest
-	(*RewindResponse)(nil),   // 8: computerfs.v1.RewindResponse
-	(*ExecsRequest)(nil),     // 9: computerfs.v1.ExecsRequest
-	(*ExecRecord)(nil),       // 10: computerfs.v1.ExecRecord
-	(*ExecsResponse)(nil),    // 11: computerfs.v1.ExecsResponse
-	(*SnapshotRequest)(nil),  // 12: computerfs.v1.SnapshotRequest
-	(*DiffEntry)(nil),        // 13: computerfs.v1.DiffEntry
-	(*SnapshotInfo)(nil),     // 14: computerfs.v1.SnapshotInfo
-	(*SnapshotResponse)(nil), // 15: computerfs.v1.SnapshotResponse
-	(*ScrubRequest)(nil),     // 16: computerfs.v1.ScrubRequest
-	(*ScrubProgress)(nil),    // 17: computerfs.v1.ScrubProgress
-	(*ScrubReport)(nil),      // 18: computerfs.v1.ScrubReport
-	(*ChunkStats)(nil),       // 19: computerfs.v1.ChunkStats
-	(*StatusRequest)(nil),    // 20: computerfs.v1.StatusRequest
-	(*FuseOp)(nil),           // 21: computerfs.v1.FuseOp
-	(*Commit)(nil),           // 22: computerfs.v1.Commit
-	(*StatusResponse)(nil),   // 23: computerfs.v1.StatusResponse
-	(*StatsRequest)(nil),     // 24: computerfs.v1.StatsRequest
-	(*StatsResponse)(nil),    // 25: computerfs.v1.StatsResponse
-	(*FsckRequest)(nil),      // 26: computerfs.v1.FsckRequest
-	(*FsckResponse)(nil),     // 27: computerfs.v1.FsckResponse
-	(*GCRequest)(nil),        // 28: computerfs.v1.GCRequest
-	(*GCResponse)(nil),       // 29: computerfs.v1.GCResponse
-	(*LimitRequest)(nil),     // 30: computerfs.v1.LimitRequest
-	(*LimitResponse)(nil),    // 31: computerfs.v1.LimitResponse
-	(*BackendInfo)(nil),      // 32: computerfs.v1.BackendInfo
+	(*TransferRequest)(nil),  // 0: computerfs.v1.TransferRequest
+	(*TransferProgress)(nil), // 1: computerfs.v1.TransferProgress
+	(*ForkRequest)(nil),      // 2: computerfs.v1.ForkRequest
+	(*ForkInfo)(nil),         // 3: computerfs.v1.ForkInfo
+	(*ForkChange)(nil),       // 4: computerfs.v1.ForkChange
+	(*ForkResponse)(nil),     // 5: computerfs.v1.ForkResponse
+	(*AuditRequest)(nil),     // 6: computerfs.v1.AuditRequest
+	(*AuditResponse)(nil),    // 7: computerfs.v1.AuditResponse
+	(*RestoreRequest)(nil),   // 8: computerfs.v1.RestoreRequest
+	(*UndoRequest)(nil),      // 9: computerfs.v1.UndoRequest
+	(*RewindResponse)(nil),   // 10: computerfs.v1.RewindResponse
+	(*ExecsRequest)(nil),     // 11: computerfs.v1.ExecsRequest
+	(*ExecRecord)(nil),       // 12: computerfs.v1.ExecRecord
+	(*ExecsResponse)(nil),    // 13: computerfs.v1.ExecsResponse
+	(*SnapshotRequest)(nil),  // 14: computerfs.v1.SnapshotRequest
+	(*DiffEntry)(nil),        // 15: computerfs.v1.DiffEntry
+	(*SnapshotInfo)(nil),     // 16: computerfs.v1.SnapshotInfo
+	(*SnapshotResponse)(nil), // 17: computerfs.v1.SnapshotResponse
+	(*ScrubRequest)(nil),     // 18: computerfs.v1.ScrubRequest
+	(*ScrubProgress)(nil),    // 19: computerfs.v1.ScrubProgress
+	(*ScrubReport)(nil),      // 20: computerfs.v1.ScrubReport
+	(*ChunkStats)(nil),       // 21: computerfs.v1.ChunkStats
+	(*StatusRequest)(nil),    // 22: computerfs.v1.StatusRequest
+	(*FuseOp)(nil),           // 23: computerfs.v1.FuseOp
+	(*Commit)(nil),           // 24: computerfs.v1.Commit
+	(*StatusResponse)(nil),   // 25: computerfs.v1.StatusResponse
+	(*StatsRequest)(nil),     // 26: computerfs.v1.StatsRequest
+	(*StatsResponse)(nil),    // 27: computerfs.v1.StatsResponse
+	(*FsckRequest)(nil),      // 28: computerfs.v1.FsckRequest
+	(*FsckResponse)(nil),     // 29: computerfs.v1.FsckResponse
+	(*GCRequest)(nil),        // 30: computerfs.v1.GCRequest
+	(*GCResponse)(nil),       // 31: computerfs.v1.GCResponse
+	(*LimitRequest)(nil),     // 32: computerfs.v1.LimitRequest
+	(*LimitResponse)(nil),    // 33: computerfs.v1.LimitResponse
+	(*BackendInfo)(nil),      // 34: computerfs.v1.BackendInfo
 }
 var file_daemon_proto_depIdxs = []int32{
-	1,  // 0: computerfs.v1.ForkResponse.forks:type_name -> computerfs.v1.ForkInfo
-	2,  // 1: computerfs.v1.ForkResponse.changes:type_name -> computerfs.v1.ForkChange
-	8,  // 2: computerfs.v1.ForkResponse.merged:type_name -> computerfs.v1.RewindResponse
-	10, // 3: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
-	10, // 4: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
-	14, // 5: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
-	13, // 6: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
-	18, // 7: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
-	19, // 8: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	22, // 9: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
-	21, // 10: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
-	32, // 11: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
-	19, // 12: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	19, // 13: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
-	20, // 14: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
-	24, // 15: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
-	26, // 16: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
-	28, // 17: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
-	30, // 18: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
-	16, // 19: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
-	12, // 20: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
-	6,  // 21: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
-	7,  // 22: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
-	9,  // 23: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
-	4,  // 24: computerfs.v1.Daemon.Audit:input_type -> computerfs.v1.AuditRequest
-	0,  // 25: computerfs.v1.Daemon.Fork:input_type -> computerfs.v1.ForkRequest
-	23, // 26: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
-	25, // 27: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
-	27, // 28: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
-	29, // 29: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
-	31, // 30: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
-	17, // 31: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
-	15, // 32: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
-	8,  // 33: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
-	8,  // 34: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
-	11, // 35: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
-	5,  // 36: computerfs.v1.Daemon.Audit:output_type -> computerfs.v1.AuditResponse
-	3,  // 37: computerfs.v1.Daemon.Fork:output_type -> computerfs.v1.ForkResponse
-	26, // [26:38] is the sub-list for method output_type
-	14, // [14:26] is the sub-list for method input_type
+	3,  // 0: computerfs.v1.ForkResponse.forks:type_name -> computerfs.v1.ForkInfo
+	4,  // 1: computerfs.v1.ForkResponse.changes:type_name -> computerfs.v1.ForkChange
+	10, // 2: computerfs.v1.ForkResponse.merged:type_name -> computerfs.v1.RewindResponse
+	12, // 3: computerfs.v1.RewindResponse.exec:type_name -> computerfs.v1.ExecRecord
+	12, // 4: computerfs.v1.ExecsResponse.execs:type_name -> computerfs.v1.ExecRecord
+	16, // 5: computerfs.v1.SnapshotResponse.snapshots:type_name -> computerfs.v1.SnapshotInfo
+	15, // 6: computerfs.v1.SnapshotResponse.diff:type_name -> computerfs.v1.DiffEntry
+	20, // 7: computerfs.v1.ScrubProgress.report:type_name -> computerfs.v1.ScrubReport
+	21, // 8: computerfs.v1.StatusResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	24, // 9: computerfs.v1.StatusResponse.commit:type_name -> computerfs.v1.Commit
+	23, // 10: computerfs.v1.StatusResponse.fuse:type_name -> computerfs.v1.FuseOp
+	34, // 11: computerfs.v1.StatusResponse.backends:type_name -> computerfs.v1.BackendInfo
+	21, // 12: computerfs.v1.StatsResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	21, // 13: computerfs.v1.FsckResponse.chunks:type_name -> computerfs.v1.ChunkStats
+	22, // 14: computerfs.v1.Daemon.Status:input_type -> computerfs.v1.StatusRequest
+	26, // 15: computerfs.v1.Daemon.Stats:input_type -> computerfs.v1.StatsRequest
+	28, // 16: computerfs.v1.Daemon.Fsck:input_type -> computerfs.v1.FsckRequest
+	30, // 17: computerfs.v1.Daemon.GC:input_type -> computerfs.v1.GCRequest
+	32, // 18: computerfs.v1.Daemon.Limit:input_type -> computerfs.v1.LimitRequest
+	18, // 19: computerfs.v1.Daemon.Scrub:input_type -> computerfs.v1.ScrubRequest
+	14, // 20: computerfs.v1.Daemon.Snapshot:input_type -> computerfs.v1.SnapshotRequest
+	8,  // 21: computerfs.v1.Daemon.Restore:input_type -> computerfs.v1.RestoreRequest
+	9,  // 22: computerfs.v1.Daemon.Undo:input_type -> computerfs.v1.UndoRequest
+	11, // 23: computerfs.v1.Daemon.Execs:input_type -> computerfs.v1.ExecsRequest
+	6,  // 24: computerfs.v1.Daemon.Audit:input_type -> computerfs.v1.AuditRequest
+	2,  // 25: computerfs.v1.Daemon.Fork:input_type -> computerfs.v1.ForkRequest
+	0,  // 26: computerfs.v1.Daemon.Push:input_type -> computerfs.v1.TransferRequest
+	0,  // 27: computerfs.v1.Daemon.Pull:input_type -> computerfs.v1.TransferRequest
+	25, // 28: computerfs.v1.Daemon.Status:output_type -> computerfs.v1.StatusResponse
+	27, // 29: computerfs.v1.Daemon.Stats:output_type -> computerfs.v1.StatsResponse
+	29, // 30: computerfs.v1.Daemon.Fsck:output_type -> computerfs.v1.FsckResponse
+	31, // 31: computerfs.v1.Daemon.GC:output_type -> computerfs.v1.GCResponse
+	33, // 32: computerfs.v1.Daemon.Limit:output_type -> computerfs.v1.LimitResponse
+	19, // 33: computerfs.v1.Daemon.Scrub:output_type -> computerfs.v1.ScrubProgress
+	17, // 34: computerfs.v1.Daemon.Snapshot:output_type -> computerfs.v1.SnapshotResponse
+	10, // 35: computerfs.v1.Daemon.Restore:output_type -> computerfs.v1.RewindResponse
+	10, // 36: computerfs.v1.Daemon.Undo:output_type -> computerfs.v1.RewindResponse
+	13, // 37: computerfs.v1.Daemon.Execs:output_type -> computerfs.v1.ExecsResponse
+	7,  // 38: computerfs.v1.Daemon.Audit:output_type -> computerfs.v1.AuditResponse
+	5,  // 39: computerfs.v1.Daemon.Fork:output_type -> computerfs.v1.ForkResponse
+	1,  // 40: computerfs.v1.Daemon.Push:output_type -> computerfs.v1.TransferProgress
+	1,  // 41: computerfs.v1.Daemon.Pull:output_type -> computerfs.v1.TransferProgress
+	28, // [28:42] is the sub-list for method output_type
+	14, // [14:28] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -2607,7 +2784,7 @@ func file_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_daemon_proto_rawDesc), len(file_daemon_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

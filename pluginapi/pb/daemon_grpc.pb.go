@@ -37,6 +37,8 @@ const (
 	Daemon_Execs_FullMethodName    = "/computerfs.v1.Daemon/Execs"
 	Daemon_Audit_FullMethodName    = "/computerfs.v1.Daemon/Audit"
 	Daemon_Fork_FullMethodName     = "/computerfs.v1.Daemon/Fork"
+	Daemon_Push_FullMethodName     = "/computerfs.v1.Daemon/Push"
+	Daemon_Pull_FullMethodName     = "/computerfs.v1.Daemon/Pull"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -83,6 +85,17 @@ type DaemonClient interface {
 	// fails with FAILED_PRECONDITION naming the files. The file API works
 	// on a fork when a call carries the gRPC metadata computerfs-fork: ID.
 	Fork(ctx context.Context, in *ForkRequest, opts ...grpc.CallOption) (*ForkResponse, error)
+	// Push uploads a snapshot of the served workspace (a new one if none
+	// is named) to one of its remotes, as `computerfs push` does offline
+	// (package remote); Pull brings a pushed snapshot in as a snapshot of
+	// the workspace and moves the live tree to it, in one commit, keeping
+	// its snapshots and exec records (the mount forgets what it cached of
+	// what changed). Both stream their progress, then the report, last.
+	// A remote that moved (push), local changes a pull would replace, or
+	// a HEAD rolled back fail with FAILED_PRECONDITION. Cancelling the
+	// call stops the transfer (the next one resumes it).
+	Push(ctx context.Context, in *TransferRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferProgress], error)
+	Pull(ctx context.Context, in *TransferRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferProgress], error)
 }
 
 type daemonClient struct {
@@ -222,6 +235,44 @@ func (c *daemonClient) Fork(ctx context.Context, in *ForkRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *daemonClient) Push(ctx context.Context, in *TransferRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[1], Daemon_Push_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransferRequest, TransferProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_PushClient = grpc.ServerStreamingClient[TransferProgress]
+
+func (c *daemonClient) Pull(ctx context.Context, in *TransferRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferProgress], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[2], Daemon_Pull_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransferRequest, TransferProgress]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_PullClient = grpc.ServerStreamingClient[TransferProgress]
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -266,6 +317,17 @@ type DaemonServer interface {
 	// fails with FAILED_PRECONDITION naming the files. The file API works
 	// on a fork when a call carries the gRPC metadata computerfs-fork: ID.
 	Fork(context.Context, *ForkRequest) (*ForkResponse, error)
+	// Push uploads a snapshot of the served workspace (a new one if none
+	// is named) to one of its remotes, as `computerfs push` does offline
+	// (package remote); Pull brings a pushed snapshot in as a snapshot of
+	// the workspace and moves the live tree to it, in one commit, keeping
+	// its snapshots and exec records (the mount forgets what it cached of
+	// what changed). Both stream their progress, then the report, last.
+	// A remote that moved (push), local changes a pull would replace, or
+	// a HEAD rolled back fail with FAILED_PRECONDITION. Cancelling the
+	// call stops the transfer (the next one resumes it).
+	Push(*TransferRequest, grpc.ServerStreamingServer[TransferProgress]) error
+	Pull(*TransferRequest, grpc.ServerStreamingServer[TransferProgress]) error
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -311,6 +373,12 @@ func (UnimplementedDaemonServer) Audit(context.Context, *AuditRequest) (*AuditRe
 }
 func (UnimplementedDaemonServer) Fork(context.Context, *ForkRequest) (*ForkResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Fork not implemented")
+}
+func (UnimplementedDaemonServer) Push(*TransferRequest, grpc.ServerStreamingServer[TransferProgress]) error {
+	return status.Errorf(codes.Unimplemented, "method Push not implemented")
+}
+func (UnimplementedDaemonServer) Pull(*TransferRequest, grpc.ServerStreamingServer[TransferProgress]) error {
+	return status.Errorf(codes.Unimplemented, "method Pull not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -542,6 +610,28 @@ func _Daemon_Fork_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Push_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TransferRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DaemonServer).Push(m, &grpc.GenericServerStream[TransferRequest, TransferProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_PushServer = grpc.ServerStreamingServer[TransferProgress]
+
+func _Daemon_Pull_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TransferRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DaemonServer).Pull(m, &grpc.GenericServerStream[TransferRequest, TransferProgress]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_PullServer = grpc.ServerStreamingServer[TransferProgress]
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -598,6 +688,16 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Scrub",
 			Handler:       _Daemon_Scrub_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Push",
+			Handler:       _Daemon_Push_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Pull",
+			Handler:       _Daemon_Pull_Handler,
 			ServerStreams: true,
 		},
 	},
