@@ -20,6 +20,10 @@ type Problem struct {
 	ID     ID     // zero for a body without an index entry
 	Seq    uint64 // body key, when known
 	Detail string
+	// Outboard says only the body's outboard is damaged: the body
+	// verifies whole, reads of it fall back to whole reads, and
+	// RebuildOutboard mends it.
+	Outboard bool
 }
 
 func (p Problem) String() string {
@@ -45,8 +49,9 @@ func (t *Tx) Check(visit func(ChunkInfo)) ([]Problem, error) {
 		}
 		if p != nil {
 			problems = append(problems, *p)
-		} else if visit != nil {
-			visit(ci)
+		}
+		if (p == nil || p.Outboard) && visit != nil {
+			visit(ci) // a damaged outboard leaves the chunk readable
 		}
 		return nil
 	})
@@ -104,6 +109,10 @@ func (t *Tx) verifyEntry(bodies *bolt.Bucket, k, v []byte, damage error, buf *[]
 	if Sum(out) != id {
 		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: "hash mismatch"}
 	}
+	ci = ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored}
+	if why := checkOutboard(bodyOutboard(bodies, seqKey(e.Seq)), h.Codec, out, id); why != "" {
+		return ci, e.Seq, &Problem{ID: id, Seq: e.Seq, Detail: "outboard: " + why + " (the body verifies)", Outboard: true}
+	}
 	return ChunkInfo{ID: id, Refs: e.Refs, Len: e.Len, Stored: e.Stored}, e.Seq, nil
 }
 
@@ -127,7 +136,8 @@ func (t *Tx) VerifyRange(after []byte, n int) (last []byte, ok []ChunkInfo, prob
 		ci, _, p := t.verifyEntry(bodies, k, v, damage, &buf)
 		if p != nil {
 			problems = append(problems, *p)
-		} else {
+		}
+		if p == nil || p.Outboard {
 			ok = append(ok, ci)
 		}
 		last = bytes.Clone(k)
@@ -324,4 +334,61 @@ func (t *Tx) Reindex() (int, error) {
 		return len(adopt), t.RecomputeStats()
 	}
 	return 0, nil
+}
+
+// checkOutboard says what is wrong with the outboard value obv (nil for
+// none) stored beside a body of codec codec whose verified plaintext is
+// data; "" if nothing is.
+func checkOutboard(obv []byte, codec byte, data []byte, id ID) string {
+	if obv == nil {
+		return ""
+	}
+	if codec != CodecRaw {
+		return "beside a compressed body"
+	}
+	ob, err := decodeOutboard(obv, len(data))
+	if err != nil {
+		return err.Error()
+	}
+	if !ob.verify(data, 0, id) {
+		return "its nodes do not hash to the chunk's ID"
+	}
+	return ""
+}
+
+// RebuildOutboard replaces the outboard of a stored chunk whose body
+// verifies by one computed from the body (fsck --repair), or deletes it
+// if the body is compressed. It rewrites the body's leaf.
+func (t *Tx) RebuildOutboard(id ID) error {
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return t.damaged(err)
+	}
+	if v == nil {
+		return fmt.Errorf("rebuild outboard %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return t.corrupt(id, err)
+	}
+	b := t.Bucket(bucketBodies).Bucket(seqKey(e.Seq))
+	if b == nil {
+		return t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
+	}
+	h, err := decodeBodyHeader(b.Get(keyBody))
+	if err != nil {
+		return t.corrupt(id, err)
+	}
+	data, err := t.Get(id, nil)
+	if err != nil {
+		return err
+	}
+	if h.Codec != CodecRaw || len(data) < outboardMin {
+		return b.Delete(keyOutboard)
+	}
+	ob, root := encodeOutboard(data)
+	if root != id {
+		return t.corrupt(id, fmt.Errorf("body hashes to %s", root.Short()))
+	}
+	return b.Put(keyOutboard, ob)
 }

@@ -28,9 +28,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/computerfs/computerfs/internal/boltcheck"
 	"github.com/computerfs/computerfs/internal/sealed"
@@ -44,7 +44,7 @@ import (
 
 // FormatVersion is the on-disk format this binary writes. Stores with an
 // older version are upgraded at open; newer ones are refused.
-const FormatVersion = 7
+const FormatVersion = 8
 
 // DefaultChunkSize is the chunk size of new stores: one maximal FUSE request.
 const DefaultChunkSize = 1 << 20
@@ -124,6 +124,13 @@ type Store struct {
 	// (preadRaw); nil if it could not be opened. Whatever it reads is
 	// verified against the chunk's ID like any body.
 	rfile *os.File
+	// rrand is the file again for ReadAt's preads of a few blocks, with
+	// the kernel's read-ahead off (FADV_RANDOM: read-ahead state is per
+	// open file), so that a 16 KiB read of the store reads 16 KiB; nil
+	// if it could not be opened (rfile serves then).
+	rrand *os.File
+	// blocks recycles ReadAt's buffers (*[]byte).
+	blocks sync.Pool
 	// rolledBack says why the store opened at the commit before its
 	// newest record (Options.AcceptRollback, or read-only); "" if not.
 	rolledBack string
@@ -206,6 +213,13 @@ func Open(path string, opts Options) (s *Store, err error) {
 	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack}
 	if f, err := os.Open(path); err == nil {
 		s.rfile = f
+	}
+	if f, err := os.Open(path); err == nil {
+		if unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM) == nil {
+			s.rrand = f
+		} else {
+			f.Close()
+		}
 	}
 	if err := s.init(opts); err != nil {
 		s.Close()
@@ -390,7 +404,18 @@ var migrations = map[uint32]func(tx *bolt.Tx) error{
 	4: migrateCompactEnvelopes,
 	5: migrateRoot,
 	6: migrateFoldListSums,
+	7: migrateOutboards,
 }
+
+// migrateOutboards upgrades a format 7 store to format 8, which may keep
+// an outboard beside a raw body (outboard.go). It writes nothing but the
+// version: outboards are made as bodies are stored, and a body stored
+// before has none and is read whole, as format 7 reads it. Adding one to
+// an old body would rewrite the body (bbolt rewrites a leaf whole, and
+// the body is the leaf's value), the whole store's raw data in the
+// upgrade's one transaction. The bump keeps format 7 binaries, whose
+// fsck knows no outboards, off stores that have them.
+func migrateOutboards(tx *bolt.Tx) error { return nil }
 
 // migrateRoot stores the root identifier of a format 5 store's records
 // (versions.Root, meta/root): one walk of the versioned buckets. From
@@ -595,6 +620,31 @@ func PutBodyValue(bodies *bolt.Bucket, seq, val []byte) error {
 	return b.Put(keyBody, val)
 }
 
+// putBody stores a body value and its outboard (nil for none) under
+// key seq. The outboard goes in first: bbolt lays out a leaf's values in
+// key order, so "bao" lies in the page that holds the leaf's headers.
+func putBody(bodies *bolt.Bucket, seq, val, ob []byte) error {
+	b, err := bodies.CreateBucketIfNotExists(seq)
+	if err != nil {
+		return err
+	}
+	if ob != nil {
+		if err := b.Put(keyOutboard, ob); err != nil {
+			return err
+		}
+	}
+	return b.Put(keyBody, val)
+}
+
+// bodyOutboard returns the outboard value stored beside body seq, or nil.
+func bodyOutboard(bodies *bolt.Bucket, seq []byte) []byte {
+	b := bodies.Bucket(seq)
+	if b == nil {
+		return nil
+	}
+	return b.Get(keyOutboard)
+}
+
 // DeleteBodyValue deletes the body under key seq, whatever it holds.
 func DeleteBodyValue(bodies *bolt.Bucket, seq []byte) error {
 	if bodies.Bucket(seq) != nil {
@@ -682,6 +732,9 @@ func (s *Store) loadMeta(tx *bolt.Tx, writable bool) error {
 func (s *Store) Close() error {
 	if s.rfile != nil {
 		s.rfile.Close()
+	}
+	if s.rrand != nil {
+		s.rrand.Close()
 	}
 	return s.db.Close()
 }
@@ -844,6 +897,9 @@ type Prepared struct {
 	Len   int    // plaintext length
 	Codec byte   // CodecRaw or CodecS2
 	Body  []byte // stored bytes
+	// Outboard is the body's outboard value (outboard.go): raw bodies
+	// of outboardMin bytes or more have one, stored beside the body.
+	Outboard []byte
 	// value is the whole stored value (header and body) when it was built
 	// off the commit path; Put then stores it without copying.
 	value []byte
@@ -875,20 +931,27 @@ func PrepareFramed(frame, scratch []byte) Prepared {
 // Prepare hashes data and compresses it into scratch (which may be nil).
 // Data is kept raw unless compression saves at least an eighth. The
 // returned Body may alias data or scratch.
+//
+// A raw body of outboardMin bytes or more gets its outboard, whose
+// computation gives the ID in the same pass (Bao's root is the BLAKE3
+// hash): it costs no more hashing than the ID alone.
 func Prepare(data, scratch []byte) Prepared {
-	p := Prepared{ID: Sum(data), Len: len(data), Codec: CodecRaw, Body: data}
-	if len(data) < 64 {
-		return p
+	p := Prepared{Len: len(data), Codec: CodecRaw, Body: data}
+	if len(data) >= 64 {
+		if need := s2.MaxEncodedLen(len(data)); cap(scratch) < need {
+			scratch = make([]byte, need)
+		}
+		if !incompressible(data, scratch[:cap(scratch)]) {
+			enc := s2.Encode(scratch[:cap(scratch)], data)
+			if len(enc) <= len(data)-len(data)/8 {
+				p.Codec, p.Body = CodecS2, enc
+			}
+		}
 	}
-	if need := s2.MaxEncodedLen(len(data)); cap(scratch) < need {
-		scratch = make([]byte, need)
-	}
-	if incompressible(data, scratch[:cap(scratch)]) {
-		return p
-	}
-	enc := s2.Encode(scratch[:cap(scratch)], data)
-	if len(enc) <= len(data)-len(data)/8 {
-		p.Codec, p.Body = CodecS2, enc
+	if p.Codec == CodecRaw && len(data) >= outboardMin {
+		p.Outboard, p.ID = encodeOutboard(data)
+	} else {
+		p.ID = Sum(data)
 	}
 	return p
 }
@@ -1007,7 +1070,7 @@ func (t *Tx) Put(p *Prepared) (stored bool, err error) {
 		val = bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}.append(val)
 		val = append(val, p.Body...)
 	}
-	if err := PutBodyValue(bodies, seqKey(seq), val); err != nil {
+	if err := putBody(bodies, seqKey(seq), val, p.Outboard); err != nil {
 		return false, err
 	}
 	if err := idx.Put(p.ID[:], e.encode()); err != nil {
@@ -1166,16 +1229,15 @@ func (t *Tx) preadRaw(raw, dst []byte) ([]byte, bool) {
 		return nil, false
 	}
 	body := raw[bodyHeaderSize:]
-	info := t.DB().Info()
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
-	if info.Data == 0 || p < info.Data || p-info.Data+uintptr(len(body)) > uintptr(t.Size()) {
+	pos, ok := t.fileOffset(body)
+	if !ok {
 		return nil, false
 	}
 	if cap(dst) < len(body) {
 		dst = make([]byte, len(body))
 	}
 	dst = dst[:len(body)]
-	if n, err := t.s.rfile.ReadAt(dst, int64(p-info.Data)); err != nil || n != len(body) {
+	if n, err := t.s.rfile.ReadAt(dst, pos); err != nil || n != len(body) {
 		return nil, false
 	}
 	return dst, true

@@ -197,3 +197,53 @@ func FuzzDecodeStats(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOutboard: an outboard value of any bytes, checked against a body
+// of any length and verified with any groups, never panics, and never
+// verifies bytes other than the body's.
+func FuzzOutboard(f *testing.F) {
+	body := make([]byte, 200_000)
+	for i := range body {
+		body[i] = byte(i * 7 / 3)
+	}
+	ob, _ := encodeOutboard(body)
+	f.Add(ob, uint32(len(body)), uint32(70_000), uint16(4096), uint32(0), byte(0))
+	f.Add(ob, uint32(len(body)), uint32(199_000), uint16(1000), uint32(3), byte(1))
+	f.Add(ob[:40], uint32(len(body)), uint32(0), uint16(1), uint32(9), byte(0x80))
+	f.Add([]byte{4, 1, 0, 0, 0, 0, 0, 0, 0}, uint32(1), uint32(0), uint16(1), uint32(0), byte(0))
+	f.Fuzz(func(t *testing.T, v []byte, dataLen, off uint32, n uint16, flipAt uint32, flip byte) {
+		orig := bytes.Clone(v)
+		o, err := decodeOutboard(v, int(dataLen))
+		if !bytes.Equal(v, orig) {
+			t.Fatal("decodeOutboard modified its input")
+		}
+		if err != nil {
+			return
+		}
+		if int(dataLen) != len(body) {
+			// A well-formed outboard of another length: verifying
+			// anything against this body's ID must fail.
+			data := make([]byte, dataLen)
+			lo, hi := o.blocks(int(off)%int(dataLen), int(n)+1, int(dataLen))
+			if o.verify(data[lo:hi], lo, Sum(body)) {
+				t.Fatal("verified bytes of another length against the body's ID")
+			}
+			return
+		}
+		o2 := int(off) % len(body)
+		lo, hi := o.blocks(o2, int(n)+1, len(body))
+		if lo%o.groupSize != 0 || hi <= lo || hi > len(body) || lo > o2 || hi < min(o2+int(n)+1, len(body)) {
+			t.Fatalf("blocks(%d, %d) = [%d, %d): not group-aligned cover", o2, int(n)+1, lo, hi)
+		}
+		groups := bytes.Clone(body[lo:hi])
+		if flip != 0 {
+			groups[int(flipAt)%len(groups)] ^= flip
+		}
+		if o.verify(groups, lo, Sum(body)) && !bytes.Equal(groups, body[lo:hi]) {
+			t.Fatal("verified bytes that are not the body's")
+		}
+		if bytes.Equal(v, ob) && flip == 0 && !o.verify(groups, lo, Sum(body)) {
+			t.Fatal("the body's own outboard does not verify its groups")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/computerfs/computerfs/chunkstore"
 )
@@ -27,6 +28,9 @@ type chunkCache struct {
 	loading map[chunkstore.ID]chan struct{} // claimed chunks; closed when the claim ends
 	free    [][]byte
 	decoded uint64 // chunks decoded into the cache, ever
+	// ranged counts reads served from a few verified blocks of a chunk
+	// without decoding it (FS.readRange), ever.
+	ranged atomic.Uint64
 }
 
 type cacheEntry struct {
@@ -58,6 +62,18 @@ func (c *chunkCache) acquire(id chunkstore.ID) (e *cacheEntry, wait <-chan struc
 	}
 	c.loading[id] = make(chan struct{})
 	return nil, nil
+}
+
+// lookup returns a held entry if id is cached, nil otherwise; unlike
+// acquire it never claims.
+func (c *chunkCache) lookup(id chunkstore.ID) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byID[id]
+	if e != nil {
+		e.refs++
+	}
+	return e
 }
 
 // unclaim ends a claim that produced nothing.

@@ -9,3 +9,8 @@ func (f *FS) ChunksDecoded() uint64 {
 	defer f.cache.mu.Unlock()
 	return f.cache.decoded
 }
+
+// RangedReads is how many reads were served from a few blocks of a
+// stored chunk, verified through its outboard, without decoding the
+// chunk (reads that are not sequential; see readRange) since Open.
+func (f *FS) RangedReads() uint64 { return f.cache.ranged.Load() }

@@ -123,13 +123,23 @@ func (c *checker) run() error {
 		return err
 	}
 	damaged := make(map[chunkstore.ID]bool)
+	var outboards []chunkstore.ID
 	for _, p := range problems {
 		c.problem("%s", p)
-		if p.ID != (chunkstore.ID{}) {
+		switch {
+		case p.Outboard:
+			outboards = append(outboards, p.ID)
+		case p.ID != (chunkstore.ID{}):
 			damaged[p.ID] = true
 		}
 	}
 	if c.repair {
+		for _, id := range outboards {
+			if err := c.tx.RebuildOutboard(id); err != nil {
+				return err
+			}
+			c.fixed("rebuilt the outboard of chunk %s from its verified body", id.Short())
+		}
 		for id := range damaged {
 			if err := c.tx.DeleteChunk(id); err != nil {
 				return err

@@ -592,6 +592,39 @@ func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 	return f.cache.putClaimed(id, out), nil
 }
 
+// rangedReadMax is the largest piece of a chunk that a read which is
+// not sequential reads on its own (chunkstore.Tx.ReadAt: only the blocks
+// it covers, verified through the body's outboard) rather than by
+// decoding the whole chunk into the cache: a 4 KiB read at random then
+// costs a 16 KiB read of the store, not 1 MiB.
+const rangedReadMax = 128 << 10
+
+// readRange copies bytes [off, off+len(dest)) of stored chunk id into
+// dest, from the cache if the chunk is there, otherwise reading only the
+// blocks that cover them. It returns how many bytes the chunk's
+// plaintext had there (the rest reads as zeros), or
+// chunkstore.ErrNoOutboard for a chunk that must be read whole.
+func (f *FS) readRange(id chunkstore.ID, off int, dest []byte) (int, error) {
+	if e := f.cache.lookup(id); e != nil {
+		m := 0
+		if off < len(e.data) {
+			m = copy(dest, e.data[off:])
+		}
+		f.cache.release(e)
+		return m, nil
+	}
+	var m int
+	err := f.view(func(tx *chunkstore.Tx) error {
+		var err error
+		m, err = tx.ReadAt(id, off, dest)
+		return err
+	})
+	if err == nil {
+		f.cache.ranged.Add(1)
+	}
+	return m, err
+}
+
 // readAheadChunks is how many stored chunks past a sequential read are
 // decoded ahead, so that reading the store, decompressing and verifying
 // the next chunk overlap with the kernel copying this one out.
@@ -607,17 +640,19 @@ const readAheadMin = 64 << 10
 // the prefetcher, if the node is being read sequentially. It only
 // queues: finding out which chunks are stored, and decoding them, is the
 // prefetcher's work, off the request path.
-func (f *FS) readAheadLocked(n *node, off, end int64) {
+//
+// It reports whether the read counts as sequential.
+func (f *FS) readAheadLocked(n *node, off, end int64) (sequential bool) {
 	cs := int64(f.chunkSize)
 	d := off - n.nextRead
-	sequential := d == 0 || (end-off >= readAheadMin && d >= -cs && d <= cs)
+	sequential = d == 0 || (end-off >= readAheadMin && d >= -cs && d <= cs)
 	if sequential {
 		n.nextRead = max(n.nextRead, end)
 	} else {
 		n.nextRead, n.aheadTo = end, 0
 	}
 	if !sequential || n.nextRead >= int64(n.attr.Size) {
-		return
+		return sequential
 	}
 	first := uint64((n.nextRead + cs - 1) / cs)
 	last := uint64((int64(n.attr.Size) - 1) / cs)
@@ -630,10 +665,11 @@ func (f *FS) readAheadLocked(n *node, off, end int64) {
 		case f.readAhead <- aheadChunk{n.attr.Ino, idx}:
 		default: // the prefetcher is behind: reading on will load it
 			n.aheadTo = idx
-			return
+			return sequential
 		}
 	}
 	n.aheadTo = idx
+	return sequential
 }
 
 // aheadChunk is a chunk queued for read-ahead.
@@ -1051,10 +1087,23 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 		}
 		done += piece
 	}
-	f.readAheadLocked(n, off, off+int64(total))
+	sequential := f.readAheadLocked(n, off, off+int64(total))
 	f.maybeForgetLocked(n)
 	f.mu.Unlock()
 	for _, l := range loads {
+		if !sequential && len(l.dest) <= rangedReadMax {
+			m, err := f.readRange(l.id, l.inChunk, l.dest)
+			if err == nil {
+				clear(l.dest[m:])
+				continue
+			}
+			if errors.Is(err, chunkstore.ErrNotFound) {
+				return 0, true, syscall.EIO // overwritten meanwhile: read again
+			}
+			if !errors.Is(err, chunkstore.ErrNoOutboard) {
+				return 0, false, syscall.EIO
+			}
+		}
 		data, release, err := f.loadChunk(l.id)
 		if errors.Is(err, chunkstore.ErrNotFound) {
 			return 0, true, syscall.EIO // overwritten meanwhile: read again

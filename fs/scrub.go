@@ -99,6 +99,11 @@ func Scrub(ctx context.Context, store *chunkstore.Store, opts ScrubOptions) (*Sc
 			return rep, fmt.Errorf("scrub: %w", err)
 		}
 		for _, p := range problems {
+			if p.Outboard {
+				// The data is intact: reads fall back to the whole body.
+				rep.Damage = append(rep.Damage, p.String()+"; fsck --repair rebuilds it")
+				continue
+			}
 			bad[p.ID] = p.Detail
 		}
 		if err := pace(); err != nil {

@@ -180,3 +180,61 @@ func TestReadAheadOfDeletedChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomReadsReadBlocks: small reads that are not sequential read
+// only the verified blocks they need (chunkstore.Tx.ReadAt), decoding no
+// chunk; sequential reads still decode whole chunks and read ahead; a
+// chunk in the cache serves small reads from there.
+func TestRandomReadsReadBlocks(t *testing.T) {
+	const cs = 1 << 20
+	h := newHarness(t, Options{ChunkSize: cs})
+	ctx := context.Background()
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := make([]byte, 4*cs-12345)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	h.write(ino, 0, data)
+	h.sync()
+	h.reopen()
+	if _, err := h.f.Open(ino); err != nil {
+		t.Fatal(err)
+	}
+	defer h.f.Release(ino)
+	reads := 0
+	for i := range 200 {
+		off := rng.IntN(len(data)-1) + 1
+		n := []int{4096, 1, 16 << 10, 60 << 10}[i%4] // below readAheadMin
+		buf := make([]byte, n)
+		got, err := h.f.Read(ctx, ino, int64(off), buf)
+		want := data[off:min(off+n, len(data))]
+		if err != nil || !bytes.Equal(buf[:got], want) {
+			t.Fatalf("read %d at %d: %d bytes, %v, or wrong bytes", n, off, got, err)
+		}
+		reads += (off+len(want)-1)/cs - off/cs + 1
+	}
+	if d := h.f.ChunksDecoded(); d != 0 {
+		t.Errorf("random small reads decoded %d chunks", d)
+	}
+	if r := h.f.RangedReads(); r != uint64(reads) {
+		t.Errorf("%d ranged reads of chunks, want %d", r, reads)
+	}
+	buf := make([]byte, cs)
+	for off := 0; off < 2*cs; off += cs {
+		if n, err := h.f.Read(ctx, ino, int64(off), buf); err != nil || !bytes.Equal(buf[:n], data[off:off+cs]) {
+			t.Fatalf("sequential read at %d: %v", off, err)
+		}
+	}
+	if d := h.f.ChunksDecoded(); d < 2 {
+		t.Errorf("sequential reads decoded %d chunks, want 2 or more", d)
+	}
+	r, d := h.f.RangedReads(), h.f.ChunksDecoded()
+	small := make([]byte, 4096)
+	if n, err := h.f.Read(ctx, ino, cs/2+77, small); err != nil || !bytes.Equal(small[:n], data[cs/2+77:cs/2+77+4096]) {
+		t.Fatalf("small read of a cached chunk: %v", err)
+	}
+	if h.f.RangedReads() != r || h.f.ChunksDecoded() != d {
+		t.Errorf("a small read of a cached chunk read the store")
+	}
+}

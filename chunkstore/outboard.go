@@ -1,0 +1,233 @@
+package chunkstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"lukechampine.com/blake3/bao"
+)
+
+// Outboards (format 8) let a read of a few KiB of a raw body read and
+// verify only the blocks it needs, against the chunk's ID itself.
+//
+// BLAKE3 is a tree hash: a chunk's ID is the root of a binary tree over
+// its 1 KiB pieces. A Bao outboard keeps the tree's inner nodes (two
+// 32-byte chaining values each, in pre-order) down to groups of
+// 2^outboardGroupLog pieces (16 KiB), so that one group and the nodes on
+// its path to the root verify the group against the ID: the same check
+// as hashing the whole body, for 16 KiB of reading and hashing instead of
+// 1 MiB. lukechampine.com/blake3/bao computes and checks them; its root is
+// the BLAKE3-256 hash (tested against zeebo/blake3, which computes IDs
+// elsewhere), so chunk IDs are unchanged.
+//
+// The outboard is stored in the body's bucket under the key "bao", beside
+// "body" (FORMAT.md). "bao" sorts first, so bbolt lays it out in the
+// leaf's first page, right after the element headers: the page bbolt
+// reads anyway to find the body. A 1 MiB body's outboard is 4,041 bytes
+// and ends inside that page.
+
+// outboardGroupLog is the group size of new outboards as a power of two
+// of BLAKE3's 1 KiB pieces: 16 KiB groups.
+const outboardGroupLog = 4
+
+// outboardMin is the smallest raw body stored with an outboard: below it
+// a whole read costs about what a block's does.
+const outboardMin = 64 << 10
+
+// maxOutboardGroupLog bounds the group size a stored outboard may name
+// (1 KiB << 12 = 4 MiB, the largest chunk).
+const maxOutboardGroupLog = 12
+
+// keyOutboard is the key of a body's outboard inside its bucket.
+var keyOutboard = []byte("bao")
+
+// encodeOutboard returns the outboard value of data (its group size byte
+// and Bao outboard) and data's BLAKE3-256 hash, computed in the same pass.
+func encodeOutboard(data []byte) ([]byte, ID) {
+	ob, root := bao.EncodeBuf(data, outboardGroupLog, true)
+	v := make([]byte, 0, 1+len(ob))
+	v = append(v, outboardGroupLog)
+	return append(v, ob...), ID(root)
+}
+
+// outboard is a decoded outboard value.
+type outboard struct {
+	groupLog  int
+	groupSize int
+	tree      []byte // the Bao outboard: 8-byte length, then the nodes
+}
+
+// decodeOutboard checks an outboard value's shape against the length of
+// the plaintext it describes: a known group size, the length it names,
+// and exactly as many nodes as a tree of that length has. It does not
+// check the nodes themselves; verifyBlocks does, against the ID.
+func decodeOutboard(v []byte, dataLen int) (outboard, error) {
+	if len(v) < 1+8 {
+		return outboard{}, fmt.Errorf("outboard is %d bytes, shorter than its header", len(v))
+	}
+	g := int(v[0])
+	if g > maxOutboardGroupLog {
+		return outboard{}, fmt.Errorf("outboard group size 2^%d KiB is out of range", g)
+	}
+	if dataLen <= 0 || dataLen > 64<<20 {
+		return outboard{}, fmt.Errorf("outboard for a body of %d bytes", dataLen)
+	}
+	tree := v[1:]
+	if n := binary.LittleEndian.Uint64(tree); n != uint64(dataLen) {
+		return outboard{}, fmt.Errorf("outboard names %d bytes, the body has %d", n, dataLen)
+	}
+	if want := bao.EncodedSize(dataLen, g, true); len(tree) != want {
+		return outboard{}, fmt.Errorf("outboard is %d bytes, a body of %d bytes needs %d", len(tree), dataLen, want)
+	}
+	return outboard{groupLog: g, groupSize: 1024 << g, tree: tree}, nil
+}
+
+// blocks returns the group-aligned range [lo, hi) of the plaintext that
+// covers [off, off+n) of a body of dataLen bytes.
+func (o outboard) blocks(off, n, dataLen int) (lo, hi int) {
+	lo = off / o.groupSize * o.groupSize
+	hi = min((off+n+o.groupSize-1)/o.groupSize*o.groupSize, dataLen)
+	return lo, hi
+}
+
+// verify reports whether groups, the plaintext's bytes [lo, lo+len(groups))
+// (lo a multiple of the group size; the range ends at a group boundary or
+// at the end of the body), hash up to root through the outboard's nodes.
+func (o outboard) verify(groups []byte, lo int, root ID) bool {
+	if lo%o.groupSize != 0 || len(groups) == 0 {
+		return false
+	}
+	return bao.VerifyChunk(groups, o.tree, o.groupLog, uint64(lo), root)
+}
+
+// errNoOutboard says a body has no usable outboard; the caller reads it
+// whole.
+var errNoOutboard = errors.New("no outboard")
+
+// ErrNoOutboard is returned by ReadAt for a chunk it cannot read in part:
+// a compressed body, one stored before format 8 or smaller than
+// outboardMin, or a write transaction. The caller reads the chunk whole.
+var ErrNoOutboard = fmt.Errorf("chunk must be read whole: %w", errNoOutboard)
+
+// ReadAt copies the verified plaintext of chunk id from byte off into dst
+// and returns how many bytes it copied: fewer than len(dst) when the
+// plaintext ends first (the rest of the chunk reads as zeros, which the
+// caller supplies). It reads with pread only the groups of the raw body
+// that cover the range and verifies them against the ID through the
+// body's outboard, never touching the rest of the body. A body that
+// cannot be read so gives ErrNoOutboard. A range that does not verify is
+// read whole again: if the whole body verifies, the outboard was the
+// damaged part (logged, and the range served from the whole body);
+// otherwise the error is ErrCorrupt naming the chunk, as Get's.
+func (t *Tx) ReadAt(id ID, off int, dst []byte) (int, error) {
+	if t.Writable() || t.s.rfile == nil || off < 0 {
+		return 0, ErrNoOutboard
+	}
+	v, err := t.index().Get(id[:])
+	if err != nil {
+		return 0, t.damaged(err)
+	}
+	if v == nil {
+		return 0, fmt.Errorf("read %s: %w", id.Short(), ErrNotFound)
+	}
+	e, err := decodeIndexEntry(v)
+	if err != nil {
+		return 0, t.corrupt(id, err)
+	}
+	b := t.Bucket(bucketBodies).Bucket(seqKey(e.Seq))
+	if b == nil {
+		return 0, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
+	}
+	obv := b.Get(keyOutboard)
+	if obv == nil {
+		return 0, ErrNoOutboard
+	}
+	// The body's length is its element's, and whether it is raw is the
+	// index's to say: reading its header would fault in the page after
+	// the outboard's. A body that is not what they say fails to verify
+	// below and is read whole, header and all.
+	raw := b.Get(keyBody)
+	if raw == nil {
+		return 0, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
+	}
+	dataLen := int(e.Len)
+	if e.Stored != e.Len || len(raw) != bodyHeaderSize+dataLen {
+		return t.readWhole(id, off, dst, "the body is not raw but has an outboard")
+	}
+	ob, err := decodeOutboard(obv, dataLen)
+	if err != nil {
+		return t.readWhole(id, off, dst, err.Error())
+	}
+	if off >= dataLen {
+		return 0, nil
+	}
+	n := min(len(dst), dataLen-off)
+	lo, hi := ob.blocks(off, n, dataLen)
+	pos, ok := t.fileOffset(raw[bodyHeaderSize:])
+	if !ok {
+		return 0, ErrNoOutboard
+	}
+	buf := t.s.blockBuf(hi - lo)
+	defer t.s.putBlockBuf(buf)
+	groups := (*buf)[:hi-lo]
+	if m, err := t.s.blockFile().ReadAt(groups, pos+int64(lo)); err != nil || m != len(groups) {
+		return 0, t.corrupt(id, fmt.Errorf("read of bytes %d-%d of body %d: %d bytes, %v", lo, hi, e.Seq, m, err))
+	}
+	if !ob.verify(groups, lo, id) {
+		return t.readWhole(id, off, dst, fmt.Sprintf("bytes %d-%d do not verify through the outboard", lo, hi))
+	}
+	return copy(dst[:n], groups[off-lo:]), nil
+}
+
+// readWhole serves ReadAt from the whole body after a range did not
+// verify through the outboard (why), telling damage to the body from
+// damage to the outboard.
+func (t *Tx) readWhole(id ID, off int, dst []byte, why string) (int, error) {
+	data, err := t.Get(id, nil)
+	if err != nil {
+		return 0, err
+	}
+	t.s.log.Error("damaged chunk outboard: served from the whole body, which verifies; fsck --repair rebuilds it",
+		"chunk", id.String(), "store", t.s.path, "why", why)
+	if off >= len(data) {
+		return 0, nil
+	}
+	return copy(dst, data[off:]), nil
+}
+
+// fileOffset returns where b, a slice of bbolt's map in a read
+// transaction, lies in the file.
+func (t *Tx) fileOffset(b []byte) (int64, bool) {
+	info := t.DB().Info()
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if info.Data == 0 || p < info.Data || p-info.Data+uintptr(len(b)) > uintptr(t.Size()) {
+		return 0, false
+	}
+	return int64(p - info.Data), true
+}
+
+// blockFile is the file ReadAt reads from.
+func (s *Store) blockFile() *os.File {
+	if s.rrand != nil {
+		return s.rrand
+	}
+	return s.rfile
+}
+
+// blockBuf returns a recycled buffer of at least n bytes.
+func (s *Store) blockBuf(n int) *[]byte {
+	if b, ok := s.blocks.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, max(n, 4<<outboardGroupLog<<10))
+	return &b
+}
+
+func (s *Store) putBlockBuf(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		s.blocks.Put(b)
+	}
+}
