@@ -140,6 +140,9 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 		}
 		for _, s := range n.slots {
 			if s.state == slotPrepared {
+				if s.frame != nil {
+					f.readyBufs--
+				}
 				s.state = slotCommitting
 				snap.slots = append(snap.slots, s)
 			}

@@ -214,6 +214,9 @@ func (f *FS) supersedeLocked(s *slot) {
 	s.superseded = true
 	switch s.state {
 	case slotDirty, slotPrepared:
+		if s.state == slotPrepared && s.frame != nil {
+			f.readyBufs--
+		}
 		f.freeBufLocked(s)
 		f.freePagesLocked(s)
 	}
@@ -267,6 +270,11 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	s.prep, s.hole = p, hole
 	if hole {
 		f.freeBufLocked(s)
+	}
+	if s.frame != nil {
+		if f.readyBufs++; f.readyBufs == f.batchBufs {
+			f.kickCommit()
+		}
 	}
 	if s.relieve {
 		// Sealed to relieve the page budget: nobody else asks for its

@@ -145,6 +145,13 @@ type FS struct {
 	// bufReserve buffers are the workers' alone (see mergeBase).
 	bufReserve int
 	pending    int // slots sealed but not yet prepared
+	// readyBufs are the buffers of prepared slots waiting for a commit:
+	// past batchBufs of them, a commit is started at once rather than at
+	// the next tick, so that a long write finds buffers freed as it goes
+	// instead of filling the pool and then waiting for one commit of all
+	// of it.
+	readyBufs int
+	batchBufs int
 	// pages of sparse slots (data.go)
 	freePages   [][]byte
 	pageCount   int // pages in use
@@ -239,6 +246,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	f.bufReserve = max(1, min(workers, f.bufMax/8))
+	f.batchBufs = max(1, f.bufMax/4)
 	for range workers {
 		f.wg.Add(1)
 		go f.worker()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -45,6 +46,17 @@ func runBench(ctx context.Context, e *env, o *benchOptions, args []string) error
 	extra, jobs, scenarios := o.extra, o.jobs, o.scenarios
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		pf, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	nbytes, err := size.Parse(bytesStr)
 	if err != nil {

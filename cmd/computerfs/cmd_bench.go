@@ -18,6 +18,7 @@ type benchOptions struct {
 	bytesStr                                   string
 	extra, jobs, scenarios                     listFlag
 	memLimit                                   string
+	cpuProfile                                 string
 }
 
 func newBenchCmd(e *env) *cobra.Command {
@@ -50,6 +51,7 @@ func newBenchCmd(e *env) *cobra.Command {
 	f.BoolVar(&o.inContainer, "in-container", false, "run each timed command of the shell workloads in a runc container of its own, on the target as /workspace (times exclude the container's start; job files and scenarios are skipped; needs root and runc)")
 	f.BoolVar(&o.keepDirty, "keep-setup-dirty", false, "start each timed step right after its setup, without committing the workspace and syncing every target first (ext4 then still holds the setup's writes in memory, and computerfs may still be committing them)")
 	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "soft heap limit of this process, which serves the computerfs mount (as mount --memory-limit)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process, which serves the computerfs mount, to `FILE` (the whole run: bench one target to see its daemon alone)")
 	f.Float64Var(&o.scale, "scale", 1, "multiply the sizes of the scale scenarios (0.01 for a quick look)")
 	f.IntVar(&o.files, "files", defaults.Files, "files in the largest workspace of the million-files and snapshots scenarios, before --scale")
 	f.StringVar(&o.bytesStr, "bytes", "20G", "data in the million-files scenario's workspace, before --scale")
