@@ -27,7 +27,9 @@ func TestUndoAcrossBackends(t *testing.T) {
 	startMount(t, home, ws, mnt)
 	exec := func(args ...string) result {
 		t.Helper()
-		r, err := runCfs(home, "", nil, append([]string{"exec", "-w", ws}, args...)...)
+		// The container's go build runs under its own 3m --timeout; the
+		// CLI's one-minute default would cut it first on a loaded machine.
+		r, err := runCfsWithin(4*time.Minute, home, "", nil, append([]string{"exec", "-w", ws}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
