@@ -3,7 +3,10 @@ package fs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -422,4 +425,79 @@ func TestForkRecordRepair(t *testing.T) {
 	if got := manifest(t, fk); got != want {
 		t.Errorf("the repaired fork:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// FuzzForkCheck: whatever a fork's buckets hold (a record put raw into
+// one of them, sealed or not, with or without the overlay's tag), fsck
+// and scrub report on it without panicking, and the fork can be
+// discarded or the damage named; what they read never takes the
+// workspace's own check down.
+func FuzzForkCheck(f *testing.F) {
+	dir := f.TempDir()
+	tmpl := filepath.Join(dir, "tmpl.cfs")
+	ws, err := Open(tmpl, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	d := forkBase(f, ws)
+	fi, err := ws.CreateFork(ctx, "z")
+	if err != nil {
+		f.Fatal(err)
+	}
+	fk, err := ws.OpenFork(fi.ID)
+	if err != nil {
+		f.Fatal(err)
+	}
+	putFile(f, fk, d.Ino, "new", uniqueData(5, 9000))
+	if err := ws.Close(); err != nil {
+		f.Fatal(err)
+	}
+	template, err := os.ReadFile(tmpl)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint8(0), inoKey(d.Ino), []byte{1, 2, 3}, false)
+	f.Add(uint8(1), direntKey(d.Ino, "x"), encodeDirent(dirent{Ino: 99, Type: syscall.S_IFREG}), true)
+	f.Add(uint8(2), chunkKey(d.Ino, 0), make([]byte, 32), true)
+	f.Add(uint8(7), keyNextIno, inoKey(5), true)
+	f.Add(uint8(8), keyForkRecord, []byte("short"), true)
+	n := 0
+	f.Fuzz(func(t *testing.T, which uint8, key, val []byte, seal bool) {
+		if len(key) == 0 || len(key) > 512 || len(val) > 4096 {
+			return
+		}
+		n++
+		path := filepath.Join(dir, fmt.Sprintf("ws%d.cfs", n))
+		defer os.Remove(path)
+		if err := os.WriteFile(path, template, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		st.Update(func(tx *chunkstore.Tx) error {
+			fb := tx.Bucket(bucketForks).Bucket([]byte("z"))
+			b, name := fb, bucketForks
+			if i := int(which) % (len(forkOwn) + 1); i < len(forkOwn) {
+				b, name = fb.Bucket(forkOwn[i].name), forkSealName("z", forkOwn[i].name)
+			}
+			v := val
+			if seal {
+				v = sealed.Append(name, key, bytes.Clone(val), 1)
+			}
+			return b.Put(bytes.Clone(key), v)
+		})
+		if _, err := Check(st, false); err != nil {
+			t.Logf("fsck: %v", err)
+		}
+		if _, err := Scrub(ctx, st, ScrubOptions{Batch: 5}); err != nil {
+			t.Logf("scrub: %v", err)
+		}
+		if _, err := ListForks(st); err != nil {
+			t.Logf("fork list: %v", err)
+		}
+	})
 }

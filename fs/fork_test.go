@@ -43,7 +43,7 @@ func names(t *testing.T, f *FS, dir Ino) string {
 }
 
 // forkBase makes the tree every fork test starts from.
-func forkBase(t *testing.T, f *FS) (dir Attr) {
+func forkBase(t testing.TB, f *FS) (dir Attr) {
 	c := Caller{}
 	dir, err := f.Create(c, RootIno, "dir", NewNode{Mode: syscall.S_IFDIR | 0o755})
 	if err != nil {

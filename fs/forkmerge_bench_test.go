@@ -125,6 +125,9 @@ func BenchmarkForkMerge100(b *testing.B) {
 						if _, err := f.EndExec(ctx, cp, ExecRecord{Backend: "bench", Command: id}); err != nil {
 							b.Fatal(err)
 						}
+						if err := f.Sync(ctx); err != nil { // the exec's own commit is not the undo's
+							b.Fatal(err)
+						}
 						round++
 						before := db.Stats().TxStats
 						b.StartTimer()

@@ -96,7 +96,11 @@ func forkOp(ctx context.Context, e *env, ops forkOps, o forkOptions) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tFROM COMMIT\tCREATED\tRECORDS\tOPEN")
 		for _, fi := range forks {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%v\n", fi.ID, fi.Epoch, time.Unix(0, fi.Created).Format(time.RFC3339), fi.Records, fi.Open)
+			open := fmt.Sprint(fi.Open)
+			if fi.Damaged {
+				open = "damaged record (fsck --repair, or discard)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", fi.ID, fi.Epoch, time.Unix(0, fi.Created).Format(time.RFC3339), fi.Records, open)
 		}
 		return tw.Flush()
 	case "changes":
