@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,15 +66,19 @@ type grepOut struct {
 type lsIn struct {
 	Path   string   `json:"path,omitempty" jsonschema:"the directory to list (default: the workspace root)"`
 	Ignore []string `json:"ignore,omitempty" jsonschema:"glob patterns of names to leave out, such as node_modules or *.o"`
+	Long   bool     `json:"long,omitempty" jsonschema:"also give each entry's mode and modification time"`
 }
 
+// lsEntry is one entry of a listing. It is kept small (a listing of a
+// thousand entries is mostly JSON for the SDK to encode and the client to
+// decode, on every call): what is zero or not asked for is left out.
 type lsEntry struct {
-	Name   string    `json:"name"`
-	Type   string    `json:"type"`
-	Size   int64     `json:"size"`
-	Mode   string    `json:"mode"`
-	Mtime  time.Time `json:"mtime"`
-	Target string    `json:"target,omitempty"`
+	Name   string     `json:"name"`
+	Type   string     `json:"type" jsonschema:"file, dir, symlink, fifo, socket, char or block"`
+	Size   int64      `json:"size,omitempty" jsonschema:"the size in bytes (absent: 0); for a symlink the length of its target"`
+	Target string     `json:"target,omitempty" jsonschema:"a symlink's target"`
+	Mode   string     `json:"mode,omitempty" jsonschema:"the permission bits in octal (with long)"`
+	Mtime  *time.Time `json:"mtime,omitempty" jsonschema:"the modification time (with long)"`
 }
 
 type lsOut struct {
@@ -109,7 +115,7 @@ func (s *Server) addSearchTools() {
 	addTool(s.mcp, &mcp.Tool{
 		Name:  "ls",
 		Title: "List a directory",
-		Description: `Lists a directory: each entry's type, size and name (symlinks with their target), directories first.
+		Description: `Lists a directory, directories first: one entry a line, "name/" for a directory, "name  SIZE" (bytes) for a file, "name -> target" for a symlink; long adds each entry's mode and modification time.
 ignore leaves out names matching glob patterns (node_modules, *.pyc). Prefer glob and grep when you know what you look for.`,
 		Annotations: annot("List a directory"),
 	}, s.ls)
@@ -457,7 +463,12 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 			out.Ignored++
 			continue
 		}
-		out.Entries = append(out.Entries, lsEntry{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode), Mtime: e.Mtime, Target: e.Target})
+		le := lsEntry{Name: e.Name, Type: e.Type, Size: e.Size, Target: e.Target}
+		if in.Long {
+			mt := e.Mtime
+			le.Mode, le.Mtime = fmt.Sprintf("%04o", e.Mode), &mt
+		}
+		out.Entries = append(out.Entries, le)
 	}
 	sort.SliceStable(out.Entries, func(i, j int) bool {
 		di, dj := out.Entries[i].Type == "dir", out.Entries[j].Type == "dir"
@@ -466,28 +477,52 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 		}
 		return out.Entries[i].Name < out.Entries[j].Name
 	})
+	// The text is as compact as `ls -p` with sizes: it is what a model
+	// reads (tokens), and what the SDK encodes beside the structured
+	// content.
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", p)
+	b.Grow(len(p) + 24*len(out.Entries))
+	b.WriteString(p)
 	for _, e := range out.Entries {
+		b.WriteByte('\n')
+		b.WriteString(lsName(e.Name))
 		switch e.Type {
 		case "dir":
-			fmt.Fprintf(&b, "  dir     %10s  %s/\n", "-", e.Name)
+			b.WriteByte('/')
 		case "symlink":
-			fmt.Fprintf(&b, "  symlink %10s  %s -> %s\n", "-", e.Name, e.Target)
+			b.WriteString(" -> ")
+			b.WriteString(lsName(e.Target))
+		case "file":
+			b.WriteString("  ")
+			b.WriteString(strconv.FormatInt(e.Size, 10))
 		default:
-			fmt.Fprintf(&b, "  %-7s %10d  %s\n", e.Type, e.Size, e.Name)
+			b.WriteString("  (" + e.Type + ")")
+		}
+		if in.Long {
+			b.WriteString("  " + e.Mode + "  " + e.Mtime.UTC().Format(time.RFC3339))
 		}
 	}
 	if len(out.Entries) == 0 {
-		b.WriteString("  (empty)\n")
+		b.WriteString("\n(empty)")
 	}
 	if out.Ignored > 0 {
-		fmt.Fprintf(&b, "[%d entries ignored]\n", out.Ignored)
+		fmt.Fprintf(&b, "\n[%d entries ignored]", out.Ignored)
 	}
 	if out.Truncated {
-		fmt.Fprintf(&b, "[only the first %d entries: use glob to find what you look for]\n", lsLimit)
+		fmt.Fprintf(&b, "\n[only the first %d entries: use glob to find what you look for]", lsLimit)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}}}, out, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
+}
+
+// lsName is a name as the listing's text shows it: quoted when it could
+// be misread there (a control character, a trailing slash, an arrow, two
+// spaces, quotes or spaces at its ends).
+func lsName(n string) string {
+	if n == "" || strings.ContainsFunc(n, unicode.IsControl) || strings.HasSuffix(n, "/") || strings.Contains(n, " -> ") ||
+		strings.Contains(n, "  ") || n[0] == '"' || n[0] == ' ' || n[len(n)-1] == ' ' {
+		return strconv.Quote(n)
+	}
+	return n
 }
 
 func ignored(name string, patterns []string) bool {

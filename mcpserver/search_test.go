@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -196,20 +197,44 @@ func TestLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := ok(t, l.cs, "ls", map[string]any{"path": "/p", "ignore": []string{"node_modules", "*.o"}})
-	want := "/p\n  symlink          -  link -> main.go\n  file            13  main.go\n[2 entries ignored]"
+	want := "/p\nlink -> main.go\nmain.go  13\n[2 entries ignored]"
 	if c.text != want {
 		t.Errorf("got\n%s\nwant\n%s", c.text, want)
 	}
 	c = ok(t, l.cs, "ls", map[string]any{"path": "/p"})
-	if !strings.HasPrefix(c.text, "/p\n  dir              -  node_modules/\n") {
+	if !strings.HasPrefix(c.text, "/p\nnode_modules/\n") {
 		t.Errorf("directories first:\n%s", c.text)
 	}
 	entries, _ := c.data["entries"].([]any)
 	if len(entries) != 4 {
 		t.Errorf("structured entries %v", c.data)
 	}
+	// What is zero or not asked for is left out of the structured entries.
+	for _, e := range entries {
+		e, _ := e.(map[string]any)
+		want := map[string]any{"a.o": 3.0, "main.go": 13.0, "link": 7.0}[e["name"].(string)]
+		if e["size"] != want || e["mode"] != nil || e["mtime"] != nil || e["type"] == nil {
+			t.Errorf("entry %v", e)
+		}
+	}
+	c = ok(t, l.cs, "ls", map[string]any{"path": "/p", "long": true})
+	if lines := strings.Split(c.text, "\n"); len(lines) != 5 || !regexp.MustCompile(`^main\.go  13  0[0-7]{3}  20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(lines[4]) {
+		t.Errorf("long:\n%s", c.text)
+	}
+	entries, _ = c.data["entries"].([]any)
+	if e, _ := entries[3].(map[string]any); e["mode"] == nil || e["mtime"] == nil {
+		t.Errorf("long entry %v", e)
+	}
+	// Names that could be misread in the text are quoted.
+	l.put(t, "/q/a  b", "")
+	l.put(t, "/q/x -> y", "")
+	l.put(t, "/q/new\nline", "")
+	c = ok(t, l.cs, "ls", map[string]any{"path": "/q"})
+	if want := "/q\n\"a  b\"  0\n\"new\\nline\"  0\n\"x -> y\"  0"; c.text != want {
+		t.Errorf("got\n%s\nwant\n%s", c.text, want)
+	}
 	c = ok(t, l.cs, "ls", nil)
-	if !strings.Contains(c.text, "dir              -  p/") {
+	if !strings.Contains(c.text, "\np/\n") {
 		t.Errorf("root:\n%s", c.text)
 	}
 	fails(t, l.cs, "ls", map[string]any{"path": "/nope"}, "no such file")
