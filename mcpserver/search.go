@@ -69,23 +69,24 @@ type lsIn struct {
 	Long   bool     `json:"long,omitempty" jsonschema:"also give each entry's mode and modification time"`
 }
 
-// lsEntry is one entry of a listing. It is kept small (a listing of a
-// thousand entries is mostly JSON for the SDK to encode and the client to
-// decode, on every call): what is zero or not asked for is left out.
-type lsEntry struct {
-	Name   string     `json:"name"`
-	Type   string     `json:"type" jsonschema:"file, dir, symlink, fifo, socket, char or block"`
-	Size   int64      `json:"size,omitempty" jsonschema:"the size in bytes (absent: 0); for a symlink the length of its target"`
-	Target string     `json:"target,omitempty" jsonschema:"a symlink's target"`
-	Mode   string     `json:"mode,omitempty" jsonschema:"the permission bits in octal (with long)"`
-	Mtime  *time.Time `json:"mtime,omitempty" jsonschema:"the modification time (with long)"`
+// lsOut is a listing, kept small (a listing of a thousand entries is
+// mostly JSON for the SDK to encode and the client to decode, on every
+// call): the entries grouped by type, a file's size by its name.
+type lsOut struct {
+	Path     string            `json:"path"`
+	Dirs     []string          `json:"dirs" jsonschema:"the directories' names"`
+	Files    map[string]int64  `json:"files" jsonschema:"each regular file's size in bytes, by name"`
+	Symlinks map[string]string `json:"symlinks,omitempty" jsonschema:"each symlink's target, by name"`
+	Other    map[string]string `json:"other,omitempty" jsonschema:"the type of each other entry (fifo, socket, char, block), by name"`
+	Long     map[string]lsLong `json:"long,omitempty" jsonschema:"with long: each entry's mode and modification time, by name"`
+	// Ignored counts the entries ignore left out.
+	Ignored   int  `json:"ignored,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
 }
 
-type lsOut struct {
-	Path      string    `json:"path"`
-	Entries   []lsEntry `json:"entries"`
-	Ignored   int       `json:"ignored,omitempty"`
-	Truncated bool      `json:"truncated,omitempty"`
+type lsLong struct {
+	Mode  string    `json:"mode" jsonschema:"the permission bits in octal"`
+	Mtime time.Time `json:"mtime"`
 }
 
 func (s *Server) addSearchTools() {
@@ -457,33 +458,52 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 	if err != nil {
 		return nil, lsOut{}, toolError("ls", p, err)
 	}
-	out := lsOut{Path: p, Entries: []lsEntry{}, Truncated: res.Next != 0}
+	out := lsOut{Path: p, Dirs: []string{}, Files: map[string]int64{}, Truncated: res.Next != 0}
+	shown := res.Entries[:0:0]
 	for _, e := range res.Entries {
 		if ignored(e.Name, in.Ignore) {
 			out.Ignored++
 			continue
 		}
-		le := lsEntry{Name: e.Name, Type: e.Type, Size: e.Size, Target: e.Target}
-		if in.Long {
-			mt := e.Mtime
-			le.Mode, le.Mtime = fmt.Sprintf("%04o", e.Mode), &mt
+		shown = append(shown, e)
+		switch e.Type {
+		case "dir":
+			out.Dirs = append(out.Dirs, e.Name)
+		case "file":
+			out.Files[e.Name] = e.Size
+		case "symlink":
+			if out.Symlinks == nil {
+				out.Symlinks = map[string]string{}
+			}
+			out.Symlinks[e.Name] = e.Target
+		default:
+			if out.Other == nil {
+				out.Other = map[string]string{}
+			}
+			out.Other[e.Name] = e.Type
 		}
-		out.Entries = append(out.Entries, le)
+		if in.Long {
+			if out.Long == nil {
+				out.Long = map[string]lsLong{}
+			}
+			out.Long[e.Name] = lsLong{Mode: fmt.Sprintf("%04o", e.Mode), Mtime: e.Mtime}
+		}
 	}
-	sort.SliceStable(out.Entries, func(i, j int) bool {
-		di, dj := out.Entries[i].Type == "dir", out.Entries[j].Type == "dir"
+	sort.SliceStable(shown, func(i, j int) bool {
+		di, dj := shown[i].Type == "dir", shown[j].Type == "dir"
 		if di != dj {
 			return di
 		}
-		return out.Entries[i].Name < out.Entries[j].Name
+		return shown[i].Name < shown[j].Name
 	})
+	sort.Strings(out.Dirs)
 	// The text is as compact as `ls -p` with sizes: it is what a model
 	// reads (tokens), and what the SDK encodes beside the structured
 	// content.
 	var b strings.Builder
-	b.Grow(len(p) + 24*len(out.Entries))
+	b.Grow(len(p) + 24*len(shown))
 	b.WriteString(p)
-	for _, e := range out.Entries {
+	for _, e := range shown {
 		b.WriteByte('\n')
 		b.WriteString(lsName(e.Name))
 		switch e.Type {
@@ -499,10 +519,11 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 			b.WriteString("  (" + e.Type + ")")
 		}
 		if in.Long {
-			b.WriteString("  " + e.Mode + "  " + e.Mtime.UTC().Format(time.RFC3339))
+			l := out.Long[e.Name]
+			b.WriteString("  " + l.Mode + "  " + l.Mtime.UTC().Format(time.RFC3339))
 		}
 	}
-	if len(out.Entries) == 0 {
+	if len(shown) == 0 {
 		b.WriteString("\n(empty)")
 	}
 	if out.Ignored > 0 {

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -205,25 +206,16 @@ func TestLs(t *testing.T) {
 	if !strings.HasPrefix(c.text, "/p\nnode_modules/\n") {
 		t.Errorf("directories first:\n%s", c.text)
 	}
-	entries, _ := c.data["entries"].([]any)
-	if len(entries) != 4 {
-		t.Errorf("structured entries %v", c.data)
-	}
-	// What is zero or not asked for is left out of the structured entries.
-	for _, e := range entries {
-		e, _ := e.(map[string]any)
-		want := map[string]any{"a.o": 3.0, "main.go": 13.0, "link": 7.0}[e["name"].(string)]
-		if e["size"] != want || e["mode"] != nil || e["mtime"] != nil || e["type"] == nil {
-			t.Errorf("entry %v", e)
-		}
+	// The structured listing: the entries grouped by type, sizes by name.
+	if got, _ := json.Marshal(c.data); string(got) != `{"dirs":["node_modules"],"files":{"a.o":3,"main.go":13},"path":"/p","symlinks":{"link":"main.go"}}` {
+		t.Errorf("structured listing %s", got)
 	}
 	c = ok(t, l.cs, "ls", map[string]any{"path": "/p", "long": true})
 	if lines := strings.Split(c.text, "\n"); len(lines) != 5 || !regexp.MustCompile(`^main\.go  13  0[0-7]{3}  20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(lines[4]) {
 		t.Errorf("long:\n%s", c.text)
 	}
-	entries, _ = c.data["entries"].([]any)
-	if e, _ := entries[3].(map[string]any); e["mode"] == nil || e["mtime"] == nil {
-		t.Errorf("long entry %v", e)
+	if long, _ := c.data["long"].(map[string]any); len(long) != 4 || long["main.go"].(map[string]any)["mode"] != "0644" || long["main.go"].(map[string]any)["mtime"] == nil {
+		t.Errorf("long: %v", c.data["long"])
 	}
 	// Names that could be misread in the text are quoted.
 	l.put(t, "/q/a  b", "")
