@@ -67,7 +67,6 @@ func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
 		msg += fmt.Sprintf("computerfs mcp: bearer token: %s\n", token)
 	}
 	io.WriteString(e.stderr, msg) // one write: a reader that sees the address sees the token
-
 	return srv.ServeHTTP(ctx, ln, token)
 }
 
