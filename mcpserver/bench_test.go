@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -91,6 +92,21 @@ func TestMCPBench(t *testing.T) {
 	if _, err := w.Mkdir(context.Background(), "/empty", workspace.MkdirOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A wide directory: as many files as ls answers (lsLimit), where
+	// the entries' cost weighs most.
+	if err := os.Mkdir(filepath.Join(host, "wide"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		name := fmt.Sprintf("/wide/file%04d.txt", i)
+		b := []byte(strings.Repeat("x", i))
+		if err := os.WriteFile(filepath.Join(host, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteFile(context.Background(), name, b, workspace.WriteOptions{Parents: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The other build's own copy of the file edited (two sessions editing
 	// one file would fail each other's compare-and-swap).
 	if b, err := os.ReadFile(filepath.Join(host, "workspace/walk.go")); err != nil {
@@ -148,6 +164,7 @@ func TestMCPBench(t *testing.T) {
 		return "const op = \"glob\" // benched", "const op = \"glob\""
 	}
 	small, _ := os.Stat(filepath.Join(host, "workspace/api.go"))
+	listed, _ := os.ReadDir(filepath.Join(host, "workspace"))
 	rows := []struct {
 		tool     string
 		cfs, ref step
@@ -187,10 +204,15 @@ func TestMCPBench(t *testing.T) {
 			func(int) (string, map[string]any) {
 				return "grep", map[string]any{"pattern": `func \w+\(`, "output_mode": "files_with_matches"}
 			}, nil},
-		{"ls /workspace (a directory of 19 files)",
+		{fmt.Sprintf("ls /workspace (a directory of %d files)", len(listed)),
 			func(int) (string, map[string]any) { return "ls", map[string]any{"path": "/workspace"} },
 			func(int) (string, map[string]any) {
 				return "list_directory", map[string]any{"path": filepath.Join(host, "workspace")}
+			}},
+		{"ls /wide (a directory of 1000 files)",
+			func(int) (string, map[string]any) { return "ls", map[string]any{"path": "/wide"} },
+			func(int) (string, map[string]any) {
+				return "list_directory", map[string]any{"path": filepath.Join(host, "wide")}
 			}},
 		{"ls /empty (an empty directory: a call's floor)",
 			func(int) (string, map[string]any) { return "ls", map[string]any{"path": "/empty"} },
@@ -204,6 +226,7 @@ func TestMCPBench(t *testing.T) {
 		cs   *mcp.ClientSession
 		step step
 		d    []time.Duration
+		size int // bytes of the last answer's result, as JSON
 	}
 	measure := func(ts ...*target) {
 		for i := -20; i < n; i++ {
@@ -218,6 +241,10 @@ func TestMCPBench(t *testing.T) {
 				if i >= 0 {
 					tg.d = append(tg.d, el)
 				}
+				if i == n-1 {
+					b, _ := json.Marshal(res)
+					tg.size = len(b)
+				}
 			}
 		}
 	}
@@ -228,6 +255,7 @@ func TestMCPBench(t *testing.T) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "| tool | computerfs mcp, warm daemon: p50 | p99 | computerfs mcp, store in process: p50 | p99 | reference server: p50 | p99 | p50, daemon / reference |\n|---|---|---|---|---|---|---|---|\n")
+	var sizes []string // each answer's size, ours and the reference's
 	var abTable strings.Builder
 	fmt.Fprintf(&abTable, "| tool | this build, warm daemon: p50 | p99 | %s, warm daemon: p50 | p99 | p50, this / that |\n|---|---|---|---|---|---|\n", os.Getenv("CFS_MCP_BENCH_AB"))
 	for _, r := range rows {
@@ -263,12 +291,14 @@ func TestMCPBench(t *testing.T) {
 			continue
 		}
 		r50, r99 := pct(ref.d)
+		sizes = append(sizes, fmt.Sprintf("%s: ours %d bytes, the reference's %d", r.tool, d.size, ref.size))
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", r.tool, ms(d50), ms(d99), ms(l50), ms(l99), ms(r50), ms(r99), float64(d50)/float64(r50))
 	}
 	if abSession != nil {
 		b.WriteString("\n" + abTable.String())
 	}
 	t.Logf("%d calls per tool and server after 20 warm-up calls, over stdio, in ms:\n%s", n, b.String())
+	t.Logf("the answers' results as JSON:\n%s", strings.Join(sizes, "\n"))
 	if out := os.Getenv("CFS_MCP_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)

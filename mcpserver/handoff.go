@@ -27,9 +27,13 @@ import (
 //
 //   - the client sends one message: a HandoffRequest as a JSON line, with
 //     its stdin and stdout as SCM_RIGHTS;
-//   - the daemon answers "ok\n" once it serves them, or closes the
+//   - the daemon answers "ok\n" once it can serve them, or closes the
 //     connection (or answers "error: why\n") if it will not: the client
 //     then works through the control socket as before;
+//   - the client, having read "ok", answers "go\n" and lets go of its
+//     stdio; only then does the daemon serve it (a client that gave up
+//     waiting for the answer, and serves the session itself, never says
+//     go: the two never serve one stdio);
 //   - the session ends when the host closes its end, or when the daemon
 //     stops (it says "stopped\n" first): the daemon closes the connection
 //     then, and the client exits. A client that goes first (killed by its
@@ -89,6 +93,12 @@ func Handoff(ctx context.Context, c *net.UnixConn, in, out *os.File, req Handoff
 	if line != "ok\n" {
 		return fmt.Errorf("%w: %s", ErrHandoffRefused, strings.TrimSpace(strings.TrimPrefix(line, "error: ")))
 	}
+	c.SetDeadline(time.Now().Add(handoffWait))
+	if _, err := io.WriteString(c, "go\n"); err != nil {
+		// The daemon will not serve the session; nor can this process,
+		// not knowing whether it will.
+		return fmt.Errorf("handoff: %w", err)
+	}
 	c.SetDeadline(time.Time{})
 	in.Close()
 	out.Close()
@@ -142,8 +152,14 @@ func ServeHandoff(ctx context.Context, c *net.UnixConn, newServer HandoffServer,
 		return
 	}
 	defer done()
+	c.SetDeadline(time.Now().Add(handoffWait)) // making the server may have taken a while
 	if _, err := io.WriteString(c, "ok\n"); err != nil {
 		log.Warn("mcp handoff: the client went", "err", err)
+		return
+	}
+	r := bufio.NewReaderSize(c, 64)
+	if line, err := r.ReadString('\n'); line != "go\n" {
+		log.Warn("mcp handoff: the client did not go on", "err", err)
 		return
 	}
 	c.SetDeadline(time.Time{})
@@ -154,7 +170,7 @@ func ServeHandoff(ctx context.Context, c *net.UnixConn, newServer HandoffServer,
 	go func() {
 		defer wg.Done()
 		defer cancel()
-		io.Copy(io.Discard, c) // until the client goes, or c is closed below
+		io.Copy(io.Discard, r) // until the client goes, or c is closed below
 	}()
 	log.Debug("mcp: serving a handed-off session")
 	if err := srv.Run(sctx, &mcp.IOTransport{Reader: in, Writer: out}); err != nil && sctx.Err() == nil {

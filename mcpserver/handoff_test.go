@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,6 +103,13 @@ func rawFd(t *testing.T, f *os.File) int {
 	return fd
 }
 
+// asErr is a channel that gives nil when done closes.
+func asErr(done <-chan struct{}) <-chan error {
+	ch := make(chan error, 1)
+	go func() { <-done; ch <- nil }()
+	return ch
+}
+
 func wait(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
 	select {
@@ -160,6 +168,50 @@ func TestHandoffSession(t *testing.T) {
 		// The host sees the server go: its stdout ends.
 		if _, err := h.host.CallTool(t.Context(), &mcp.CallToolParams{Name: "ls"}); err == nil {
 			t.Errorf("a call after the daemon stopped did not fail")
+		}
+	})
+
+	t.Run("the client does not go on", func(t *testing.T) {
+		// A client that gave up waiting for "ok" never says "go": the
+		// daemon lets the server go unserved.
+		cc, dc := socketPair(t)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		released := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			mcpserver.ServeHandoff(t.Context(), dc, func(ctx context.Context, req mcpserver.HandoffRequest) (*mcpserver.Server, func(), error) {
+				srv, _, err := newServer(ctx, req)
+				return srv, func() { close(released) }, err
+			}, slog.New(slog.DiscardHandler))
+		}()
+		if _, _, err := cc.WriteMsgUnix([]byte("{}\n"), unix.UnixRights(rawFd(t, r), rawFd(t, w)), nil); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(cc).ReadString('\n')
+		if line != "ok\n" {
+			t.Fatalf("the daemon answered %q", line)
+		}
+		cc.Close()
+		if err := wait(t, asErr(done), "the daemon's handoff"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-released:
+		default:
+			t.Errorf("the server made was not let go")
+		}
+		// It served nothing: the write end it got is closed, so ours is
+		// the last.
+		w.Close()
+		r.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := r.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the daemon kept the files: %v", err)
 		}
 	})
 

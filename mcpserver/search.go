@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/computerfs/computerfs/workspace"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,22 +66,37 @@ type grepOut struct {
 type lsIn struct {
 	Path   string   `json:"path,omitempty" jsonschema:"the directory to list (default: the workspace root)"`
 	Ignore []string `json:"ignore,omitempty" jsonschema:"glob patterns of names to leave out, such as node_modules or *.o"`
+	Long   bool     `json:"long,omitempty" jsonschema:"also give each entry's mode and modification time"`
 }
 
-type lsEntry struct {
-	Name   string    `json:"name"`
-	Type   string    `json:"type"`
-	Size   int64     `json:"size"`
-	Mode   string    `json:"mode"`
-	Mtime  time.Time `json:"mtime"`
-	Target string    `json:"target,omitempty"`
-}
-
+// lsOut is a listing, kept small (a listing of a thousand entries is
+// mostly JSON for the SDK to encode and the client to decode, on every
+// call): the entries grouped by type, a file's size by its name.
+//
+// Its exported fields are the JSON's shape (its schema is made from
+// them); the answer leaves them empty and MarshalJSON (lsjson.go) writes
+// them from entries, which is a third of encoding/json's cost (no
+// reflection, no sorting of map keys).
 type lsOut struct {
-	Path      string    `json:"path"`
-	Entries   []lsEntry `json:"entries"`
-	Ignored   int       `json:"ignored,omitempty"`
-	Truncated bool      `json:"truncated,omitempty"`
+	Path     string            `json:"path"`
+	Dirs     []string          `json:"dirs" jsonschema:"the directories' names"`
+	Files    map[string]int64  `json:"files" jsonschema:"each regular file's size in bytes, by name"`
+	Symlinks map[string]string `json:"symlinks,omitempty" jsonschema:"each symlink's target, by name"`
+	Other    map[string]string `json:"other,omitempty" jsonschema:"the type of each other entry (fifo, socket, char, block), by name"`
+	Long     map[string]lsLong `json:"long,omitempty" jsonschema:"with long: each entry's mode and modification time, by name"`
+	// Ignored counts the entries ignore left out.
+	Ignored   int  `json:"ignored,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+
+	// entries are the listing's, directories first, then by name; long
+	// says Long is wanted.
+	entries []workspace.FileInfo
+	long    bool
+}
+
+type lsLong struct {
+	Mode  string    `json:"mode" jsonschema:"the permission bits in octal"`
+	Mtime time.Time `json:"mtime"`
 }
 
 func (s *Server) addSearchTools() {
@@ -109,7 +126,7 @@ func (s *Server) addSearchTools() {
 	addTool(s.mcp, &mcp.Tool{
 		Name:  "ls",
 		Title: "List a directory",
-		Description: `Lists a directory: each entry's type, size and name (symlinks with their target), directories first.
+		Description: `Lists a directory, directories first: one entry a line, "name/" for a directory, "name  SIZE" (bytes) for a file, "name -> target" for a symlink; long adds each entry's mode and modification time.
 ignore leaves out names matching glob patterns (node_modules, *.pyc). Prefer glob and grep when you know what you look for.`,
 		Annotations: annot("List a directory"),
 	}, s.ls)
@@ -451,43 +468,69 @@ func (s *Server) ls(ctx context.Context, req *mcp.CallToolRequest, in lsIn) (*mc
 	if err != nil {
 		return nil, lsOut{}, toolError("ls", p, err)
 	}
-	out := lsOut{Path: p, Entries: []lsEntry{}, Truncated: res.Next != 0}
+	out := lsOut{Path: p, Truncated: res.Next != 0, long: in.Long}
+	shown := res.Entries[:0:0]
 	for _, e := range res.Entries {
 		if ignored(e.Name, in.Ignore) {
 			out.Ignored++
 			continue
 		}
-		out.Entries = append(out.Entries, lsEntry{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode), Mtime: e.Mtime, Target: e.Target})
+		shown = append(shown, e)
 	}
-	sort.SliceStable(out.Entries, func(i, j int) bool {
-		di, dj := out.Entries[i].Type == "dir", out.Entries[j].Type == "dir"
+	sort.SliceStable(shown, func(i, j int) bool {
+		di, dj := shown[i].Type == "dir", shown[j].Type == "dir"
 		if di != dj {
 			return di
 		}
-		return out.Entries[i].Name < out.Entries[j].Name
+		return shown[i].Name < shown[j].Name
 	})
+	out.entries = shown
+	// The text is as compact as `ls -p` with sizes: it is what a model
+	// reads (tokens), and what the SDK encodes beside the structured
+	// content.
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", p)
-	for _, e := range out.Entries {
+	b.Grow(len(p) + 24*len(shown))
+	b.WriteString(p)
+	for _, e := range shown {
+		b.WriteByte('\n')
+		b.WriteString(lsName(e.Name))
 		switch e.Type {
 		case "dir":
-			fmt.Fprintf(&b, "  dir     %10s  %s/\n", "-", e.Name)
+			b.WriteByte('/')
 		case "symlink":
-			fmt.Fprintf(&b, "  symlink %10s  %s -> %s\n", "-", e.Name, e.Target)
+			b.WriteString(" -> ")
+			b.WriteString(lsName(e.Target))
+		case "file":
+			b.WriteString("  ")
+			b.WriteString(strconv.FormatInt(e.Size, 10))
 		default:
-			fmt.Fprintf(&b, "  %-7s %10d  %s\n", e.Type, e.Size, e.Name)
+			b.WriteString("  (" + e.Type + ")")
+		}
+		if in.Long {
+			b.WriteString("  " + lsMode(e.Mode) + "  " + e.Mtime.UTC().Format(time.RFC3339))
 		}
 	}
-	if len(out.Entries) == 0 {
-		b.WriteString("  (empty)\n")
+	if len(shown) == 0 {
+		b.WriteString("\n(empty)")
 	}
 	if out.Ignored > 0 {
-		fmt.Fprintf(&b, "[%d entries ignored]\n", out.Ignored)
+		fmt.Fprintf(&b, "\n[%d entries ignored]", out.Ignored)
 	}
 	if out.Truncated {
-		fmt.Fprintf(&b, "[only the first %d entries: use glob to find what you look for]\n", lsLimit)
+		fmt.Fprintf(&b, "\n[only the first %d entries: use glob to find what you look for]", lsLimit)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}}}, out, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
+}
+
+// lsName is a name as the listing's text shows it: quoted when it could
+// be misread there (a control character, a trailing slash, an arrow, two
+// spaces, quotes or spaces at its ends).
+func lsName(n string) string {
+	if n == "" || strings.ContainsFunc(n, unicode.IsControl) || strings.HasSuffix(n, "/") || strings.Contains(n, " -> ") ||
+		strings.Contains(n, "  ") || n[0] == '"' || n[0] == ' ' || n[len(n)-1] == ' ' {
+		return strconv.Quote(n)
+	}
+	return n
 }
 
 func ignored(name string, patterns []string) bool {

@@ -2,7 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -196,20 +198,35 @@ func TestLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := ok(t, l.cs, "ls", map[string]any{"path": "/p", "ignore": []string{"node_modules", "*.o"}})
-	want := "/p\n  symlink          -  link -> main.go\n  file            13  main.go\n[2 entries ignored]"
+	want := "/p\nlink -> main.go\nmain.go  13\n[2 entries ignored]"
 	if c.text != want {
 		t.Errorf("got\n%s\nwant\n%s", c.text, want)
 	}
 	c = ok(t, l.cs, "ls", map[string]any{"path": "/p"})
-	if !strings.HasPrefix(c.text, "/p\n  dir              -  node_modules/\n") {
+	if !strings.HasPrefix(c.text, "/p\nnode_modules/\n") {
 		t.Errorf("directories first:\n%s", c.text)
 	}
-	entries, _ := c.data["entries"].([]any)
-	if len(entries) != 4 {
-		t.Errorf("structured entries %v", c.data)
+	// The structured listing: the entries grouped by type, sizes by name.
+	if got, _ := json.Marshal(c.data); string(got) != `{"dirs":["node_modules"],"files":{"a.o":3,"main.go":13},"path":"/p","symlinks":{"link":"main.go"}}` {
+		t.Errorf("structured listing %s", got)
+	}
+	c = ok(t, l.cs, "ls", map[string]any{"path": "/p", "long": true})
+	if lines := strings.Split(c.text, "\n"); len(lines) != 5 || !regexp.MustCompile(`^main\.go  13  0[0-7]{3}  20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(lines[4]) {
+		t.Errorf("long:\n%s", c.text)
+	}
+	if long, _ := c.data["long"].(map[string]any); len(long) != 4 || long["main.go"].(map[string]any)["mode"] != "0644" || long["main.go"].(map[string]any)["mtime"] == nil {
+		t.Errorf("long: %v", c.data["long"])
+	}
+	// Names that could be misread in the text are quoted.
+	l.put(t, "/q/a  b", "")
+	l.put(t, "/q/x -> y", "")
+	l.put(t, "/q/new\nline", "")
+	c = ok(t, l.cs, "ls", map[string]any{"path": "/q"})
+	if want := "/q\n\"a  b\"  0\n\"new\\nline\"  0\n\"x -> y\"  0"; c.text != want {
+		t.Errorf("got\n%s\nwant\n%s", c.text, want)
 	}
 	c = ok(t, l.cs, "ls", nil)
-	if !strings.Contains(c.text, "dir              -  p/") {
+	if !strings.Contains(c.text, "\np/\n") {
 		t.Errorf("root:\n%s", c.text)
 	}
 	fails(t, l.cs, "ls", map[string]any{"path": "/nope"}, "no such file")

@@ -28,6 +28,9 @@ func benchTool(b *testing.B, name string, args func(i int) map[string]any) {
 	for i := range 19 {
 		l.put(b, fmt.Sprintf("/wide/file%02d.go", i), string(src[:1000+i*100]))
 	}
+	for i := range 1000 {
+		l.put(b, fmt.Sprintf("/thousand/file%04d.txt", i), string(src[:i]))
+	}
 	if _, err := l.ws.Mkdir(b.Context(), "/empty", workspace.MkdirOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -78,4 +81,9 @@ func BenchmarkLsWide(b *testing.B) {
 
 func BenchmarkLsEmpty(b *testing.B) {
 	benchTool(b, "ls", func(int) map[string]any { return map[string]any{"path": "/empty"} })
+}
+
+// BenchmarkLs1000 lists a directory of 1000 files (ls's page).
+func BenchmarkLs1000(b *testing.B) {
+	benchTool(b, "ls", func(int) map[string]any { return map[string]any{"path": "/thousand"} })
 }

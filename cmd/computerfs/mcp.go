@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,10 +62,11 @@ func runMCP(ctx context.Context, e *env, o mcpOptions, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	fmt.Fprintf(e.stderr, "computerfs mcp: serving %s on http://%s/ (streamable HTTP)\n", ws, ln.Addr())
+	msg := fmt.Sprintf("computerfs mcp: serving %s on http://%s/ (streamable HTTP)\n", ws, ln.Addr())
 	if generated {
-		fmt.Fprintf(e.stderr, "computerfs mcp: bearer token: %s\n", token)
+		msg += fmt.Sprintf("computerfs mcp: bearer token: %s\n", token)
 	}
+	io.WriteString(e.stderr, msg) // one write: a reader that sees the address sees the token
 	return srv.ServeHTTP(ctx, ln, token)
 }
 

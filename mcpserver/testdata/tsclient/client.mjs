@@ -105,7 +105,7 @@ try {
   check("grep count", text(r) === "/ts/app.ts:2", text(r));
 
   r = await call("ls", { path: "/ts" });
-  check("ls", text(r).includes("app.ts") && r.structuredContent?.entries?.length === 1, text(r));
+  check("ls", text(r).includes("app.ts") && Object.keys(r.structuredContent?.files ?? {}).length === 1, text(r));
 
   r = await call("exec", { command: "wc -l < ts/app.ts; echo made > /ts/out.txt" });
   check("exec", !r.isError && text(r).startsWith("2\n") && r.structuredContent?.backend === "shell" &&
