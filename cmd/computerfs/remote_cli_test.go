@@ -491,6 +491,7 @@ func TestHeadRollbackCLI(t *testing.T) {
 		{"pull", "-w", other},
 		{"push", "-w", ws},
 		{"clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint},
+		{"mount", "--remote", "s3://cfs/rb", "--endpoint", s.Endpoint, filepath.Join(filepath.Dir(ws), "lazy.cfs"), filepath.Join(filepath.Dir(ws), "lazy")},
 	} {
 		if r := cli(t, home, args...); r.code != 4 || !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "--force") {
 			t.Errorf("%s over a rolled-back HEAD: want exit 4 saying so\n%v", args[0], r)
