@@ -1179,3 +1179,37 @@ func TestPullResumes(t *testing.T) {
 		t.Errorf("spool left after the pull: %v", err)
 	}
 }
+
+// TestHeadRollbackEncrypted: on an encrypted remote, where refs cannot
+// be forged without the key, an old sealed HEAD replayed is caught the
+// same way.
+func TestHeadRollbackEncrypted(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	key := bytes.Repeat([]byte{7}, KeySize)
+	c := keyClient(t, s, "s3://cfs/sealed", key)
+	writeWS(t, a, map[string][]byte{"x": []byte("one")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := c.get(ctx, c.key("HEAD"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("two")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(ctx, c, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.put(ctx, c.key("HEAD"), old, ""); err != nil { // the replay: sealed, valid, old
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a replayed sealed HEAD: %v, want ErrRollback", err)
+	}
+}
