@@ -170,3 +170,82 @@ func TestApplyTree(t *testing.T) {
 		t.Errorf("restore of the pulled snapshot: root %s, want %s", r, snap1.Root)
 	}
 }
+
+// TestApplyTreeFails: an apply whose chunks stop coming after the first
+// batch is put fails with nothing changed, the chunks it held released
+// (fsck finds every reference count right), and a second try applies.
+func TestApplyTreeFails(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openSmallChunks(t)
+	defer src.Close()
+	for i := range 8 {
+		putFile(t, src, RootIno, string(rune('a'+i)), bytes.Repeat([]byte{byte(i + 1)}, 3*4096))
+	}
+	snap, err := src.CreateSnapshot(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []TreeRecord
+	if _, err := ExportSnapshot(src.Store(), "s", func(r TreeRecord) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	errGone := errors.New("the server went away")
+	chunkOf := func(fail bool) func(chunkstore.ID) ([]byte, error) {
+		return func(id chunkstore.ID) ([]byte, error) {
+			calls++
+			if fail && calls > 3 {
+				return nil, errGone
+			}
+			var out []byte
+			err := src.Store().View(func(tx *chunkstore.Tx) error {
+				d, err := tx.Get(id, nil)
+				out = bytes.Clone(d)
+				return err
+			})
+			return out, err
+		}
+	}
+	path := filepath.Join(t.TempDir(), "dst.cfs")
+	dst, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, dst, RootIno, "a", bytes.Repeat([]byte{1}, 3*4096)) // a chunk the tree shares
+	before, _ := dst.Root(ctx)
+	if _, _, _, err := dst.ApplyTree(ctx, recs, chunkOf(true), ApplyTreeOptions{Root: snap.Root, Snapshot: "p", BatchBytes: 4096}); !errors.Is(err, errGone) {
+		t.Fatalf("apply with chunks failing: %v", err)
+	}
+	if r, _ := dst.Root(ctx); r != before {
+		t.Fatal("a failed apply changed the tree")
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fsckStore := func() {
+		t.Helper()
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		cr, err := Check(st, false)
+		if err != nil || len(cr.Problems) > 0 {
+			t.Fatalf("fsck: %v %v", err, cr.Problems)
+		}
+	}
+	fsckStore()
+	if dst, err = Open(path, Options{Logger: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := dst.ApplyTree(ctx, recs, chunkOf(false), ApplyTreeOptions{Root: snap.Root, Snapshot: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := dst.Root(ctx); r != snap.Root {
+		t.Fatalf("root %s, want %s", r, snap.Root)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fsckStore()
+}

@@ -18,7 +18,8 @@ import (
 // (incompressible) files in 1 MiB chunks, CFS_REPUSH_BYTES big (1 GiB
 // by default), pushed to a real S3 server on loopback; then one chunk
 // in ten is changed (a byte of it, spread over every file) and the
-// workspace pushed again; then a clone. It reports what each push
+// workspace pushed again; then a clone, and a pull of the second push
+// into a clone of the first (a second host one push behind). It reports what each push
 // uploaded and how long each step took, without and with encryption.
 // Run with -benchtime 1x.
 func BenchmarkRepush(b *testing.B) {
@@ -74,9 +75,14 @@ func benchRepush(b *testing.B, key []byte) {
 			b.Fatal(err)
 		}
 		first := time.Since(start)
+		// A second host's clone of the first push, pulled below.
+		b.StopTimer()
+		behind := filepath.Join(dir, "behind.cfs")
+		if _, err := Clone(ctx, cl, behind, CloneOptions{RemoteName: "origin"}); err != nil {
+			b.Fatal(err)
+		}
 
 		// One chunk in ten changed.
-		b.StopTimer()
 		f, err = fs.Open(ws, fs.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -108,6 +114,12 @@ func benchRepush(b *testing.B, key []byte) {
 			b.Fatal(err)
 		}
 		clone := time.Since(start)
+		start = time.Now()
+		pr, err := Pull(ctx, behind, cl, PullOptions{Remote: "origin"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pull := time.Since(start)
 		b.StopTimer()
 		b.ReportMetric(float64(size)/(1<<20), "MiB")
 		b.ReportMetric(float64(r1.UploadedBytes)/(1<<20), "push1-MiB")
@@ -120,5 +132,7 @@ func benchRepush(b *testing.B, key []byte) {
 		b.ReportMetric(float64(r2.UploadedBytes+int64(r2.ManifestBytes))/float64(r1.UploadedBytes+int64(r1.ManifestBytes)), "push2/push1")
 		b.ReportMetric(second.Seconds(), "push2-s")
 		b.ReportMetric(clone.Seconds(), "clone-s")
+		b.ReportMetric(pull.Seconds(), "pull-s")
+		b.ReportMetric(float64(pr.Downloaded), "pull-objects")
 	}
 }

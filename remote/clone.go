@@ -298,12 +298,20 @@ func (c *Client) FetchChunk(ctx context.Context, id chunkstore.ID, chunkSize int
 }
 
 // Snapshot reads the manifest of the remote's HEAD, or of snapshot name.
+// A HEAD older than the newest the client's HeadBook has seen is
+// refused (ErrRollback; a lazy mount has no --force: clone --force
+// accepts it).
 func (c *Client) Snapshot(ctx context.Context, name string) (*Manifest, error) {
 	rel := "HEAD"
 	if name != "" {
 		rel = "snapshots/" + snapKey(name)
 	}
 	ref, _, err := c.getRef(ctx, rel)
+	if rel == "HEAD" && (err == nil || errors.Is(err, errNotFound)) {
+		if rerr := c.checkHead(nil, "", ref, err == nil); rerr != nil {
+			return nil, rerr
+		}
+	}
 	if errors.Is(err, errNotFound) {
 		return nil, fmt.Errorf("%s: no %s there", c.loc, rel)
 	}
@@ -314,8 +322,8 @@ func (c *Client) Snapshot(ctx context.Context, name string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Root != ref.Root {
-		return nil, fmt.Errorf("%s: %w: manifest %s has root %s, its ref says %s", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), short(ref.Root))
+	if m.Root != ref.Root || m.Generation != ref.Generation {
+		return nil, fmt.Errorf("%s: %w: manifest %s has root %s, generation %d; its ref says %s, %d", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), m.Generation, short(ref.Root), ref.Generation)
 	}
 	return m, nil
 }

@@ -1119,3 +1119,97 @@ func TestHeadRollback(t *testing.T) {
 		t.Errorf("push where HEAD was deleted: %v, want ErrRollback", err)
 	}
 }
+
+// TestPullResumes: a pull cut off while it downloads leaves the
+// workspace as it was (and fsck-clean), its downloads spooled; the next
+// pull fetches only the rest and lands on the pushed root.
+func TestPullResumes(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	ws, b := filepath.Join(dir, "ws.cfs"), filepath.Join(dir, "b.cfs")
+	writeWS(t, ws, map[string][]byte{"first": []byte("1")})
+	c := testClient(t, s, "s3://cfs/ws", Retry{})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(ctx, c, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, ws, randomFiles(4, 30))
+	rep, err := Push(ctx, ws, c, PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before := readWS(t, b)
+	cctx, cancel := context.WithCancel(ctx)
+	c.conc = 2
+	_, err = Pull(cctx, b, c, PullOptions{Remote: "origin", Progress: func(p Progress) {
+		if p.Done >= 5 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut-off pull: %v", err)
+	}
+	if _, after := readWS(t, b); after != before {
+		t.Fatal("a cut-off pull changed the workspace")
+	}
+	fsck(t, b)
+	spooled, _ := os.ReadDir(SpoolDir(b))
+	if len(spooled) == 0 || len(spooled) >= rep.Uploaded {
+		t.Fatalf("%d chunks spooled of %d", len(spooled), rep.Uploaded)
+	}
+	prep, err := Pull(ctx, b, c, PullOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prep.Downloaded != rep.Uploaded-len(spooled) {
+		t.Errorf("resumed pull downloaded %d, want %d - %d", prep.Downloaded, rep.Uploaded, len(spooled))
+	}
+	want, root := readWS(t, ws)
+	got, broot := readWS(t, b)
+	sameTree(t, got, want)
+	if broot != root {
+		t.Errorf("root %s, want %s", broot, root)
+	}
+	fsck(t, b)
+	if _, err := os.Stat(SpoolDir(b)); !os.IsNotExist(err) {
+		t.Errorf("spool left after the pull: %v", err)
+	}
+}
+
+// TestHeadRollbackEncrypted: on an encrypted remote, where refs cannot
+// be forged without the key, an old sealed HEAD replayed is caught the
+// same way.
+func TestHeadRollbackEncrypted(t *testing.T) {
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.cfs"), filepath.Join(dir, "b.cfs")
+	key := bytes.Repeat([]byte{7}, KeySize)
+	c := keyClient(t, s, "s3://cfs/sealed", key)
+	writeWS(t, a, map[string][]byte{"x": []byte("one")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := c.get(ctx, c.key("HEAD"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeWS(t, a, map[string][]byte{"x": []byte("two")})
+	if _, err := Push(ctx, a, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Clone(ctx, c, b, CloneOptions{RemoteName: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.put(ctx, c.key("HEAD"), old, ""); err != nil { // the replay: sealed, valid, old
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, b, c, PullOptions{Remote: "origin"}); !errors.Is(err, ErrRollback) {
+		t.Errorf("pull of a replayed sealed HEAD: %v, want ErrRollback", err)
+	}
+}

@@ -237,7 +237,13 @@ func (s *DaemonServer) GC(ctx context.Context, req *pb.GCRequest) (*pb.GCRespons
 	// One write transaction, between two of the committer's: every commit
 	// leaves reference counts that match the chunk lists it wrote, and the
 	// FS holds no reference to a chunk that its committed lists lack but
-	// for shares of chunks they have.
+	// for shares of chunks they have. A pull in progress holds references
+	// of its own until its commit (fs.FS.ApplyTree), which gc would
+	// count as wrong: it waits for the pull.
+	if s.o.Remote != nil {
+		s.o.Remote.Lock()
+		defer s.o.Remote.Unlock()
+	}
 	rep, err := fs.GC(s.o.FS.Store())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "gc %s: %v", s.store, err)

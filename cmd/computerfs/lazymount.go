@@ -38,7 +38,7 @@ func runLazyMount(ctx context.Context, e *env, o lazyMountOpts, ws, mnt string) 
 	}
 	m, err := c.Snapshot(ctx, o.snapshot)
 	if err != nil {
-		return err
+		return transferError(err)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

@@ -491,6 +491,7 @@ func TestHeadRollbackCLI(t *testing.T) {
 		{"pull", "-w", other},
 		{"push", "-w", ws},
 		{"clone", "s3://cfs/rb", filepath.Join(filepath.Dir(ws), "third.cfs"), "--endpoint", s.Endpoint},
+		{"mount", "--remote", "s3://cfs/rb", "--endpoint", s.Endpoint, filepath.Join(filepath.Dir(ws), "lazy.cfs"), filepath.Join(filepath.Dir(ws), "lazy")},
 	} {
 		if r := cli(t, home, args...); r.code != 4 || !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "--force") {
 			t.Errorf("%s over a rolled-back HEAD: want exit 4 saying so\n%v", args[0], r)
@@ -500,5 +501,71 @@ func TestHeadRollbackCLI(t *testing.T) {
 	mustCLI(t, home, "pull", "-w", other, "--force")
 	if got := mustCLI(t, home, "fs", "cat", "-w", other, "/x").stdout; got != "one\n" {
 		t.Errorf("x after pull --force of the old HEAD: %q", got)
+	}
+}
+
+// TestSyncResumesAfterPullCLI: a daemon syncing with --push-every stops
+// (conflict) when another host pushes; a pull through the daemon moves
+// the mount to the other host's tree, and the sync starts again: the
+// next change through the mount is pushed.
+func TestSyncResumesAfterPullCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, mnt := tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/resume", "--endpoint", s.Endpoint)
+	runDaemon(t, home, ws, mnt, "--push-every", "200ms")
+	syncState := func() string {
+		var st struct {
+			Sync *struct {
+				State string `json:"state"`
+				Root  string `json:"last_root"`
+			} `json:"sync"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, home, "status", ws, "--json").stdout), &st); err != nil || st.Sync == nil {
+			t.Fatalf("status --json: no sync (%v)", err)
+		}
+		return st.Sync.State + " " + st.Sync.Root
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s: sync %s", what, syncState())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	clonesWith := func(name, want string) bool {
+		c := filepath.Join(t.TempDir(), "c.cfs")
+		if r := cli(t, home, "clone", "s3://cfs/resume", c, "--endpoint", s.Endpoint); r.code != 0 {
+			return false
+		}
+		return cli(t, home, "fs", "cat", "-w", c, "/"+name).stdout == want
+	}
+	writeFile(t, filepath.Join(mnt, "a"), []byte("from the daemon\n"))
+	waitFor("pushed a", func() bool { return clonesWith("a", "from the daemon\n") })
+
+	other := filepath.Join(filepath.Dir(ws), "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/resume", other, "--endpoint", s.Endpoint)
+	mustCLIIn(t, home, "from the other host\n", "fs", "write", "-w", other, "/b")
+	mustCLI(t, home, "push", "-w", other)
+	writeFile(t, filepath.Join(mnt, "c"), []byte("meanwhile\n"))
+	waitFor("stopped", func() bool { return strings.HasPrefix(syncState(), "conflict") })
+
+	mustCLI(t, home, "pull", "-w", ws, "--force")
+	if got, err := os.ReadFile(filepath.Join(mnt, "b")); err != nil || string(got) != "from the other host\n" {
+		t.Fatalf("b through the mount after pull: %q %v", got, err)
+	}
+	writeFile(t, filepath.Join(mnt, "d"), []byte("after the pull\n"))
+	waitFor("pushed d", func() bool { return clonesWith("d", "after the pull\n") })
+	if !clonesWith("b", "from the other host\n") {
+		t.Error("the push after the pull lost the other host's file")
 	}
 }

@@ -139,7 +139,7 @@ func transferError(err error) error {
 // onRemote runs a push or pull of the workspace of o: through the
 // daemon that serves it, which does the work on its open store, or,
 // when none does, offline with a client of the remote called name.
-func onRemote(ctx context.Context, o remoteOpts, name string, online func(*wsrpc.DaemonClient) error, offline func(ws, name string, r remote.Remote, c *remote.Client) error) error {
+func onRemote(ctx context.Context, o remoteOpts, name string, online func(ws string, d *wsrpc.DaemonClient) error, offline func(ws, name string, r remote.Remote, c *remote.Client) error) error {
 	ws, err := workspaceArg(o.ws)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func onRemote(ctx context.Context, o remoteOpts, name string, online func(*wsrpc
 	}
 	if d != nil {
 		defer closeD()
-		return transferError(online(d))
+		return transferError(online(ws, d))
 	}
 	name, r, err := pickRemote(ws, name)
 	if err != nil {
@@ -168,7 +168,7 @@ func onRemote(ctx context.Context, o remoteOpts, name string, online func(*wsrpc
 
 func runPush(ctx context.Context, e *env, o remoteOpts, name string) error {
 	opts := remote.PushOptions{Snapshot: o.snapshot, Force: o.force, Progress: progressTo(e.stderr)}
-	return onRemote(ctx, o, name, func(d *wsrpc.DaemonClient) error {
+	return onRemote(ctx, o, name, func(_ string, d *wsrpc.DaemonClient) error {
 		res, rep, err := d.Push(ctx, name, opts)
 		if err != nil {
 			return err
@@ -241,13 +241,11 @@ func reportFetch(e *env, o remoteOpts, verb, url, ws string, rep *remote.CloneRe
 
 func runPull(ctx context.Context, e *env, o remoteOpts, name string) error {
 	opts := remote.PullOptions{Snapshot: o.snapshot, Force: o.force, Progress: progressTo(e.stderr)}
-	var ws string
-	return onRemote(ctx, o, name, func(d *wsrpc.DaemonClient) error {
+	return onRemote(ctx, o, name, func(ws string, d *wsrpc.DaemonClient) error {
 		res, rep, err := d.Pull(ctx, name, opts)
 		if err != nil {
 			return err
 		}
-		ws, _ = workspaceArg(o.ws)
 		return reportFetch(e, o, "pulled", res.URL, ws, rep)
 	}, func(ws, name string, r remote.Remote, c *remote.Client) error {
 		opts.Remote = name
