@@ -37,7 +37,7 @@ func TestExec(t *testing.T) {
 		{name: "stderr and failure", args: map[string]any{"command": "echo oops >&2; exit 3"},
 			want: []string{"[stderr]\noops\n[exit status 3;"}, data: map[string]any{"exit_code": 3.0, "stderr": "oops\n"}},
 		{name: "files changed", args: map[string]any{"command": "echo new > /src/out.txt; rm /src/in.txt", "backend": "shell"},
-			want: []string{"; 2 files changed: /src/out.txt (create, write", "/src/in.txt (remove)"}},
+			want: []string{"; 2 files changed: /src/out.txt (create)", "/src/in.txt (remove)"}},
 		{name: "not a shell command", args: map[string]any{"command": "git status"},
 			want: []string{"[exit status 127;", "real binaries (git, compilers, package managers) run on the container backend, which is not installed here"}},
 		{name: "timeout", args: map[string]any{"command": "sleep 5", "timeout": 300},
