@@ -390,5 +390,8 @@ func (t *Tx) RebuildOutboard(id ID) error {
 	if root != id {
 		return t.corrupt(id, fmt.Errorf("body hashes to %s", root.Short()))
 	}
+	if ob == nil {
+		return b.Delete(keyOutboard)
+	}
 	return b.Put(keyOutboard, ob)
 }

@@ -1197,7 +1197,7 @@ func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
 	if raw == nil {
 		return nil, t.corrupt(id, fmt.Errorf("body %d missing", e.Seq))
 	}
-	out, ok := t.preadRaw(raw, dst)
+	out, ok := t.preadRaw(raw, dst, e)
 	if !ok {
 		if out, err = decodeBody(raw, dst); err != nil {
 			return nil, t.corrupt(id, err)
@@ -1224,24 +1224,32 @@ const preadMin = 64 << 10
 // the file, into dst with one pread of the same bytes. Copying from the
 // map faults it in a few pages at a time, each fault a synchronous read
 // of the disk's read-ahead window: a cold chunk cost tens of round trips
-// to the disk, where one pread asks for all of it. It reports false when
+// to the disk, where one pread asks for all of it. The header is read
+// by the same pread (preadv), not from the map: with an outboard in
+// front (format 8) it begins the page after the leaf's first, which
+// would cost a fault of its own. Whether the body is raw is the index
+// entry's to say (e) and the header's to confirm. It reports false when
 // it did nothing (a small or compressed body, a write transaction's own
 // value, a failed read), and the caller decodes from the map.
-func (t *Tx) preadRaw(raw, dst []byte) ([]byte, bool) {
-	h, err := decodeBodyHeader(raw)
-	if err != nil || h.Codec != CodecRaw || int(h.Len) != len(raw)-bodyHeaderSize || int(h.Len) < preadMin || t.Writable() || t.s.rfile == nil {
+func (t *Tx) preadRaw(raw, dst []byte, e indexEntry) ([]byte, bool) {
+	n := int(e.Len)
+	if e.Stored != e.Len || len(raw) != bodyHeaderSize+n || n < preadMin || t.Writable() || t.s.rfile == nil {
 		return nil, false
 	}
-	body := raw[bodyHeaderSize:]
-	pos, ok := t.fileOffset(body)
+	pos, ok := t.fileOffset(raw)
 	if !ok {
 		return nil, false
 	}
-	if cap(dst) < len(body) {
-		dst = make([]byte, len(body))
+	if cap(dst) < n {
+		dst = make([]byte, n)
 	}
-	dst = dst[:len(body)]
-	if n, err := t.s.rfile.ReadAt(dst, pos); err != nil || n != len(body) {
+	dst = dst[:n]
+	var hdr [bodyHeaderSize]byte
+	got, err := unix.Preadv(int(t.s.rfile.Fd()), [][]byte{hdr[:], dst}, pos)
+	if err != nil || got != len(raw) {
+		return nil, false
+	}
+	if h, err := decodeBodyHeader(hdr[:]); err != nil || h.Codec != CodecRaw || int(h.Len) != n {
 		return nil, false
 	}
 	return dst, true

@@ -1,6 +1,7 @@
 package chunkstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,12 +46,29 @@ const maxOutboardGroupLog = 12
 var keyOutboard = []byte("bao")
 
 // encodeOutboard returns the outboard value of data (its group size byte
-// and Bao outboard) and data's BLAKE3-256 hash, computed in the same pass.
+// and Bao outboard) and data's BLAKE3-256 hash, computed in the same pass
+// (nil and the hash if the outboard could not be made).
 func encodeOutboard(data []byte) ([]byte, ID) {
-	ob, root := bao.EncodeBuf(data, outboardGroupLog, true)
-	v := make([]byte, 0, 1+len(ob))
-	v = append(v, outboardGroupLog)
-	return append(v, ob...), ID(root)
+	v := make([]byte, 1+bao.EncodedSize(len(data), outboardGroupLog, true))
+	v[0] = outboardGroupLog
+	root, err := bao.Encode(sliceWriterAt(v[1:]), bytes.NewReader(data), int64(len(data)), outboardGroupLog, true)
+	if err != nil {
+		// Encode fails only if its reader or writer does, and neither
+		// can: were it to, the body is stored without an outboard and
+		// read whole.
+		return nil, Sum(data)
+	}
+	return v, ID(root)
+}
+
+// sliceWriterAt writes into a slice that has room for every write.
+type sliceWriterAt []byte
+
+func (b sliceWriterAt) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(b)) {
+		return 0, fmt.Errorf("write of %d bytes at %d past %d", len(p), off, len(b))
+	}
+	return copy(b[off:], p), nil
 }
 
 // outboard is a decoded outboard value.

@@ -633,10 +633,15 @@ func (f *FS) readRange(id chunkstore.ID, off int, dest []byte) (int, error) {
 	return m, err
 }
 
+// prefetchers is how many goroutines decode chunks ahead of sequential
+// reads: each waits on the disk for its chunk's pread most of the time,
+// so that several keep several reads in flight.
+const prefetchers = 3
+
 // readAheadChunks is how many stored chunks past a sequential read are
 // decoded ahead, so that reading the store, decompressing and verifying
 // the next chunk overlap with the kernel copying this one out.
-const readAheadChunks = 2
+const readAheadChunks = 4
 
 // readAheadMin is the smallest read that counts as sequential when it
 // does not start exactly where the last one ended: the kernel's

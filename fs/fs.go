@@ -212,7 +212,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		dead:      make(map[Ino]bool),
 		kick:      make(chan struct{}, 1),
 		work:      make(chan struct{}, 64),
-		readAhead: make(chan aheadChunk, 8*readAheadChunks),
+		readAhead: make(chan aheadChunk, 4*readAheadChunks),
 		stop:      make(chan struct{}),
 		opts:      opts,
 		fork:      opts.fork,
@@ -223,7 +223,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		f.inoLimit = f.fork.InoEnd
 	}
 	f.cond = sync.NewCond(&f.mu)
-	f.cache.init(8)
+	f.cache.init(8 + 2*readAheadChunks)
 	f.jn.init()
 	if f.interval == 0 {
 		f.interval = 100 * time.Millisecond
@@ -253,8 +253,10 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	}
 	f.wg.Add(1)
 	go f.committer()
-	f.wg.Add(1)
-	go f.prefetcher()
+	for range prefetchers {
+		f.wg.Add(1)
+		go f.prefetcher()
+	}
 	return f, nil
 }
 

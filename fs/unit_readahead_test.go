@@ -53,20 +53,20 @@ func TestReadAhead(t *testing.T) {
 		wantAhead []int    // chunks that must end up cached without being read
 		wantCold  []int    // chunks that must not be cached
 	}{
-		{"from the start", [][2]int{{0, cs}}, []int{1, 2}, []int{3, 4, 5}},
-		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, []int{1, 2}, []int{3, 4}},
-		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, []int{3, 4}, []int{5}},
-		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, []int{1, 2}, []int{4, 5}},
-		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, []int{3, 4}, []int{5}},
-		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, []int{0, 1, 2, 4, 5}},
-		{"the last chunk has nothing after it", [][2]int{{5 * cs, cs}}, nil, []int{0, 1, 2, 3, 4}},
+		{"from the start", [][2]int{{0, cs}}, []int{1, 2, 3, 4}, []int{5, 6, 7}},
+		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, []int{1, 2, 3, 4}, []int{5, 6, 7}},
+		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, []int{3, 4, 5, 6}, []int{7}},
+		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, []int{1, 2, 4}, []int{5, 6, 7}},
+		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, []int{3, 4, 5, 6}, []int{7}},
+		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, []int{0, 1, 2, 4, 5, 6, 7}},
+		{"the last chunk has nothing after it", [][2]int{{7 * cs, cs}}, nil, []int{0, 1, 2, 3, 4, 5, 6}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{ChunkSize: cs})
 			ctx := context.Background()
 			ino := h.create(RootIno, "f", 0o100644).Ino
-			data := make([]byte, 6*cs)
+			data := make([]byte, 8*cs)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range data {
 				data[i] = byte(rng.IntN(256))
@@ -74,7 +74,7 @@ func TestReadAhead(t *testing.T) {
 			h.write(ino, 0, data)
 			h.sync()
 			h.reopen() // an empty cache
-			ids := storedIDs(t, h.f, ino, 6)
+			ids := storedIDs(t, h.f, ino, 8)
 			// Held open, as the mount and the file API do: a node nobody
 			// holds is dropped after each call, and its read position with it.
 			if _, err := h.f.Open(ino); err != nil {
