@@ -705,6 +705,9 @@ func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 		if err := fn(tx); err != nil {
 			return err
 		}
+		if err := tx.flushStats(); err != nil {
+			return err
+		}
 		return tx.storeRoot()
 	})
 }
@@ -760,6 +763,9 @@ type txWrites struct {
 	// the versioned buckets' writes through Sealed make; Update adds it
 	// to meta/root before it commits.
 	root versions.RootDelta
+	// stats are the chunk counters as this transaction changed them,
+	// written as it commits (adjustStats).
+	stats *Stats
 	// watched are the versioned buckets as Sealed gave them, by id,
 	// kept while epoch and rec stay: each holds the cursor that finds
 	// old values for the root (made once per transaction, not per
