@@ -253,7 +253,7 @@ func (t *Tx) RecomputeStats() error {
 	if err != nil {
 		return err
 	}
-	return t.Sealed(bucketMeta).Put(keyStats, st.encode())
+	return t.putStats(st)
 }
 
 // ForEachChunk visits the index without reading bodies.

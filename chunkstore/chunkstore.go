@@ -750,10 +750,15 @@ func (s *Store) ChunkSize() int { return s.chunkSize }
 func (s *Store) DB() *bolt.DB { return s.db }
 
 // Update runs fn in a read-write transaction that is fsync'd on commit.
-func (s *Store) Update(fn func(tx *Tx) error) error {
+func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.guard(s.db.Update, func(tx *Tx) error {
+	defer s.recoverDamage(&err)
+	return s.db.Update(func(btx *bolt.Tx) error {
+		tx := s.Wrap(btx)
 		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := tx.flushStats(); err != nil {
 			return err
 		}
 		return tx.storeRoot()
@@ -761,31 +766,31 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 }
 
 // View runs fn in a read-only transaction.
-func (s *Store) View(fn func(tx *Tx) error) error {
+func (s *Store) View(fn func(tx *Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.guard(s.db.View, fn)
+	defer s.recoverDamage(&err)
+	return s.db.View(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
 }
 
 // ErrDamaged is a fault or a panic inside bbolt while it walked the
 // file's pages: damage to the B-tree's own structure. It wraps EIO.
 var ErrDamaged = fmt.Errorf("workspace file damaged: %w", syscall.EIO)
 
-// guard runs fn in a transaction begun by run (the DB's View or Update)
-// and turns a panic raised inside it into an error. bbolt follows page
-// ids in its map of the file without bounds checks: a damaged page makes
-// it read past the map (a fault, which the caller's SetPanicOnFault
-// turns into a panic) or trip its own assertions. bbolt rolls the
-// transaction back as the panic leaves it, so the store stays usable for
-// what the damage does not touch. The caller must have set
-// SetPanicOnFault on its goroutine: that setting is per goroutine.
-func (s *Store) guard(run func(func(*bolt.Tx) error) error, fn func(tx *Tx) error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("workspace file damaged: bbolt failed walking its pages", "store", s.path, "panic", fmt.Sprint(r))
-			err = fmt.Errorf("%s: %w (%v): run computerfs fsck", s.path, ErrDamaged, r)
-		}
-	}()
-	return run(func(btx *bolt.Tx) error { return fn(s.Wrap(btx)) })
+// recoverDamage, deferred by View and Update, turns a panic raised
+// inside their transaction into *err. bbolt follows page ids in its map
+// of the file without bounds checks: a damaged page makes it read past
+// the map (a fault, which SetPanicOnFault, set by the caller on its
+// goroutine, turns into a panic) or trip its own assertions. bbolt
+// rolls the transaction back as the panic leaves it, so the store stays
+// usable for what the damage does not touch. Deferred directly (not
+// wrapped in a closure), so that its recover sees the panic; and the
+// transaction's function is handed to bbolt directly, not through a
+// function value, so that the closures of callers stay on their stacks.
+func (s *Store) recoverDamage(err *error) {
+	if r := recover(); r != nil {
+		s.log.Error("workspace file damaged: bbolt failed walking its pages", "store", s.path, "panic", fmt.Sprint(r))
+		*err = fmt.Errorf("%s: %w (%v): run computerfs fsck", s.path, ErrDamaged, r)
+	}
 }
 
 // Wrap gives chunk operations on a transaction the caller already holds.
@@ -794,22 +799,47 @@ func (s *Store) Wrap(btx *bolt.Tx) *Tx { return &Tx{Tx: btx, s: s} }
 // Tx is a bbolt transaction with chunk operations.
 type Tx struct {
 	*bolt.Tx
-	s     *Store
+	s *Store
+	// w is what only writes need, made at the first (a Tx is allocated
+	// per transaction, reads included: they make do with 32 bytes).
+	w *txWrites
+	// layer, when set, gives the buckets Sealed returns for the names
+	// it knows (SetLayer).
+	layer func(name []byte, epoch uint64) (sealed.Bucket, bool)
+}
+
+// txWrites is the state of a transaction that writes.
+type txWrites struct {
 	epoch uint64          // the birth epoch of the records it writes (SetEpoch)
 	rec   sealed.Recorder // sees the versions it replaces (SetRecorder)
 	// root is the change of the root identifier (versions.Root) that
 	// the versioned buckets' writes through Sealed make; Update adds it
 	// to meta/root before it commits.
 	root versions.RootDelta
+	// stats are the chunk counters as this transaction changed them,
+	// written as it commits (adjustStats).
+	stats *Stats
 	// watched are the versioned buckets as Sealed gave them, by id,
 	// kept while epoch and rec stay: each holds the cursor that finds
 	// old values for the root (made once per transaction, not per
-	// write). Made at the first write: a Tx is allocated per
-	// transaction, reads included.
-	watched *[8]watchedBucket
-	// layer, when set, gives the buckets Sealed returns for the names
-	// it knows (SetLayer).
-	layer func(name []byte, epoch uint64) (sealed.Bucket, bool)
+	// write).
+	watched [8]watchedBucket
+}
+
+// writes is t's write state, made on first use.
+func (t *Tx) writes() *txWrites {
+	if t.w == nil {
+		t.w = new(txWrites)
+	}
+	return t.w
+}
+
+// epoch is the birth epoch of the records t writes.
+func (t *Tx) epoch() uint64 {
+	if t.w == nil {
+		return 0
+	}
+	return t.w.epoch
 }
 
 // SetLayer has Sealed ask layer first for every bucket by name: a fork
@@ -832,31 +862,39 @@ func (t *Tx) Root() (root versions.Root, ok bool, err error) {
 	if err != nil || !ok {
 		return versions.Root{}, false, err
 	}
-	return t.root.Apply(root), true, nil
+	if t.w == nil {
+		return root, true, nil
+	}
+	return t.w.root.Apply(root), true, nil
 }
 
 // SetRoot stores root as the root identifier of the records as they are
 // now in this transaction (computed by versions.ComputeRoot): the
 // changes seen so far are in it.
 func (t *Tx) SetRoot(root versions.Root) error {
-	t.root.Reset()
+	t.writes().root.Reset()
 	return t.Sealed(bucketMeta).Put(versions.KeyRoot, root[:])
 }
 
 // RootLost is how many old versions this transaction's writes could not
 // count out of the root (damaged records): the stored root no longer
 // matches the records after such a write, which fsck reports.
-func (t *Tx) RootLost() int { return t.root.Lost }
+func (t *Tx) RootLost() int {
+	if t.w == nil {
+		return 0
+	}
+	return t.w.root.Lost
+}
 
 // storeRoot adds the transaction's root changes to meta/root: one key,
 // written only if a versioned record changed. A store without a root
 // keeps none: it is computed whole when fs opens it.
 func (t *Tx) storeRoot() error {
-	if t.root.Changes() == 0 {
+	if t.w == nil || t.w.root.Changes() == 0 {
 		return nil
 	}
-	if t.root.Lost > 0 {
-		t.s.log.Error("root identifier no longer matches the records: a damaged record was replaced or deleted; fsck --repair recomputes it", "store", t.s.path, "records", t.root.Lost)
+	if t.w.root.Lost > 0 {
+		t.s.log.Error("root identifier no longer matches the records: a damaged record was replaced or deleted; fsck --repair recomputes it", "store", t.s.path, "records", t.w.root.Lost)
 	}
 	root, ok, err := t.Root()
 	if errors.Is(err, sealed.ErrDamaged) {
@@ -871,18 +909,18 @@ func (t *Tx) storeRoot() error {
 	if !ok {
 		return nil
 	}
-	t.root.Reset()
+	t.w.root.Reset()
 	return t.Sealed(bucketMeta).Put(versions.KeyRoot, root[:])
 }
 
 // SetRecorder has rec see every version of a record that Sealed buckets
 // replace or delete from now on in this transaction (package versions).
-func (t *Tx) SetRecorder(rec sealed.Recorder) { t.rec = rec }
+func (t *Tx) SetRecorder(rec sealed.Recorder) { t.writes().rec = rec }
 
 // SetEpoch sets the birth epoch that the records written through Sealed
 // get from now on in this transaction: fs's commit number (see
 // fs/SNAPSHOTS.md).
-func (t *Tx) SetEpoch(e uint64) { t.epoch = e }
+func (t *Tx) SetEpoch(e uint64) { t.writes().epoch = e }
 
 // Codecs of a stored body.
 const (
@@ -1004,30 +1042,28 @@ func (t *Tx) index() sealed.Bucket { return sealed.In(t.Tx, bucketIndex) }
 // Every bucket of the store but the chunk bodies' is sealed from format 3.
 func (t *Tx) Sealed(name []byte) sealed.Bucket {
 	if t.layer != nil {
-		if b, ok := t.layer(name, t.epoch); ok {
+		if b, ok := t.layer(name, t.epoch()); ok {
 			return b
 		}
 	}
-	b := sealed.InAt(t.Tx, name, t.epoch)
 	if !t.Writable() {
-		return b // reads: no watcher, no cursor to make
+		return sealed.In(t.Tx, name) // reads: no watcher, no cursor to make
 	}
+	w := t.writes()
+	b := sealed.InAt(t.Tx, name, w.epoch)
 	id := versions.ID(name)
-	if id != 0 && t.watched != nil && int(id) < len(t.watched) {
-		if w := &t.watched[id]; w.b.Exists() && w.epoch == t.epoch && w.rec == t.rec {
-			return w.b
+	if id != 0 && int(id) < len(w.watched) {
+		if wb := &w.watched[id]; wb.b.Exists() && wb.epoch == w.epoch && wb.rec == w.rec {
+			return wb.b
 		}
 	}
-	if t.rec != nil {
-		b = b.WithRecorder(t.rec)
+	if w.rec != nil {
+		b = b.WithRecorder(w.rec)
 	}
 	if id != 0 {
-		b = b.WithWatcher(&t.root)
-		if t.watched == nil {
-			t.watched = new([8]watchedBucket)
-		}
-		if int(id) < len(t.watched) && b.Exists() {
-			t.watched[id] = watchedBucket{b: b, epoch: t.epoch, rec: t.rec}
+		b = b.WithWatcher(&w.root)
+		if int(id) < len(w.watched) && b.Exists() {
+			w.watched[id] = watchedBucket{b: b, epoch: w.epoch, rec: w.rec}
 		}
 	}
 	return b

@@ -119,6 +119,9 @@ func decodeStats(b []byte) (Stats, error) {
 
 // Stats returns the counters kept with every change.
 func (t *Tx) Stats() (Stats, error) {
+	if t.w != nil && t.w.stats != nil {
+		return *t.w.stats, nil
+	}
 	v, err := t.Sealed(bucketMeta).Get(keyStats)
 	if err != nil {
 		return Stats{}, t.damaged(err)
@@ -130,11 +133,35 @@ func (t *Tx) Stats() (Stats, error) {
 	return st, nil
 }
 
+// adjustStats changes the counters. They are read (and verified) once
+// per transaction and written once, as it commits (flushStats): a
+// commit of a hundred new chunks used to read, verify, seal and write
+// the record a hundred times.
 func (t *Tx) adjustStats(fn func(*Stats)) error {
-	st, err := t.Stats()
-	if err != nil {
-		return err
+	w := t.writes()
+	if w.stats == nil {
+		st, err := t.Stats()
+		if err != nil {
+			return err
+		}
+		w.stats = &st
 	}
-	fn(&st)
+	fn(w.stats)
+	return nil
+}
+
+// putStats writes st as the counters (fsck's recount).
+func (t *Tx) putStats(st Stats) error {
+	t.writes().stats = nil
 	return t.Sealed(bucketMeta).Put(keyStats, st.encode())
+}
+
+// flushStats writes the counters adjustStats changed: Update calls it
+// before it commits.
+func (t *Tx) flushStats() error {
+	if t.w == nil || t.w.stats == nil {
+		return nil
+	}
+	st := *t.w.stats
+	return t.putStats(st)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
 )
 
@@ -299,7 +300,8 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 	for _, s := range snap.slots {
 		k := chunkKey(s.ino, s.idx)
 		var old *chunkstore.ID
-		if v, err := chunks.Get(k); err != nil {
+		found, v, err := chunks.Find(k)
+		if err != nil {
 			f.reportDamage(err) // as above
 		} else if len(v) == chunkstore.IDSize {
 			id := chunkstore.ID(v)
@@ -313,7 +315,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		}
 		switch {
 		case s.hole:
-			kept, err := chunks.DeleteKept(k)
+			kept, err := chunks.DeleteFound(k, found)
 			if err != nil {
 				return err
 			}
@@ -328,7 +330,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 				return err
 			}
 		}
-		kept, err := chunks.PutKept(k, s.prep.ID[:])
+		kept, err := chunks.PutFound(k, s.prep.ID[:], found)
 		if err != nil {
 			return err
 		}
@@ -421,8 +423,11 @@ func (f *FS) applyInodes(tx *chunkstore.Tx, snap *snapshot, sums map[Ino]*listSu
 		ino := in.attr.Ino
 		k := inoKey(ino)
 		sum := inodeSum{Known: true}
+		var found sealed.Found // the record replaced, when read here
 		if in.attr.IsRegular() && !dead[ino] {
-			old, err := inodes.Get(k)
+			var old []byte
+			var err error
+			found, old, err = inodes.Find(k)
 			if err != nil {
 				// The summary it held is lost with it: the list is
 				// taken as it is (the record written is version 1).
@@ -437,10 +442,15 @@ func (f *FS) applyInodes(tx *chunkstore.Tx, snap *snapshot, sums map[Ino]*listSu
 			}
 		}
 		delete(sums, ino)
-		if err := inodes.Put(k, encodeInode(&in.attr, in.target, sum)); err != nil {
+		var err error
+		if found.Known() {
+			_, err = inodes.PutFound(k, encodeInode(&in.attr, in.target, sum), found)
+		} else {
+			err = inodes.Put(k, encodeInode(&in.attr, in.target, sum))
+		}
+		if err != nil {
 			return err
 		}
-		var err error
 		if in.attr.Nlink == 0 {
 			err = orphans.Put(k, nil)
 		} else {

@@ -517,7 +517,9 @@ func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) err
 func deletePrefix(b sealed.Bucket, prefix []byte, visit func(v []byte, damage error, kept bool)) error {
 	c := b.Cursor()
 	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(prefix) {
-		v = bytes.Clone(v)
+		if visit != nil {
+			v = bytes.Clone(v)
+		}
 		kept, derr := c.DeleteKept()
 		if derr != nil {
 			return derr
@@ -647,6 +649,9 @@ func (f *FS) update(fn func(tx *chunkstore.Tx) error) error {
 // fs keys them, and returns err. The operation fails with EIO, which the
 // error wraps; nothing is served from the record.
 func (f *FS) reportDamage(err error) error {
+	if err == nil {
+		return nil // spares errors.As's target, which escapes
+	}
 	var d *sealed.DamageError
 	if errors.As(err, &d) {
 		f.log.Error("damaged workspace record", "store", f.store.Path(), "bucket", d.Bucket, "record", describeKey(d.Bucket, d.Key), "why", d.Why)

@@ -43,6 +43,47 @@ func (f *FS) entryLocked(d *node, name string) (dirent, bool, error) {
 	return de, found, err
 }
 
+// entryNodeLocked is entryLocked and, when name is found, getNodeLocked
+// of its inode, both from one read transaction when neither is in
+// memory. err with found true is the node's.
+func (f *FS) entryNodeLocked(d *node, name string) (de dirent, n *node, found bool, err error) {
+	if ch, ok := d.entries[name]; ok {
+		if ch.d.Ino == 0 {
+			return ch.d, nil, false, nil
+		}
+		n, err = f.getNodeLocked(ch.d.Ino)
+		return ch.d, n, true, err
+	}
+	err = f.view(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketDirents).Get(direntKey(d.attr.Ino, name))
+		if err != nil || v == nil {
+			return err
+		}
+		de, err = decodeDirent(v)
+		if err != nil {
+			f.log.Error("corrupt directory entry", "dir", d.attr.Ino, "name", name, "err", err)
+			return syscall.EIO
+		}
+		found = true
+		if f.nodes[de.Ino] != nil || f.dead[de.Ino] {
+			return nil
+		}
+		n, err = f.loadNodeTx(tx, de.Ino)
+		return err
+	})
+	switch {
+	case !found:
+		return de, nil, false, err
+	case err != nil:
+		return de, nil, true, err
+	case n != nil:
+		f.addNodeLocked(n)
+		return de, n, true, nil
+	}
+	n, err = f.getNodeLocked(de.Ino)
+	return de, n, true, err
+}
+
 func (f *FS) setEntryLocked(d *node, name string, de dirent) {
 	if d.entries == nil {
 		d.entries = make(map[string]*entryChange)
@@ -89,14 +130,13 @@ func (f *FS) Lookup(c Caller, parent Ino, name string) (Attr, error) {
 		}
 		return f.refLocked(c, p), nil
 	}
-	de, ok, err := f.entryLocked(d, name)
-	if err != nil {
+	de, n, ok, err := f.entryNodeLocked(d, name)
+	if !ok {
+		if err == nil {
+			err = syscall.ENOENT
+		}
 		return Attr{}, err
 	}
-	if !ok {
-		return Attr{}, syscall.ENOENT
-	}
-	n, err := f.getNodeLocked(de.Ino)
 	if err != nil {
 		if err == syscall.ENOENT {
 			f.log.Error("directory entry names a missing inode", "dir", parent, "name", name, "ino", de.Ino)
@@ -414,14 +454,13 @@ func (f *FS) remove(parent Ino, name string, dir bool) error {
 		return err
 	}
 	defer f.maybeForgetLocked(d)
-	de, ok, err := f.entryLocked(d, name)
-	if err != nil {
+	_, n, ok, err := f.entryNodeLocked(d, name)
+	if !ok {
+		if err == nil {
+			err = syscall.ENOENT
+		}
 		return err
 	}
-	if !ok {
-		return syscall.ENOENT
-	}
-	n, err := f.getNodeLocked(de.Ino)
 	if err != nil {
 		return err
 	}

@@ -97,42 +97,54 @@ func (f *FS) getNodeLocked(ino Ino) (*node, error) {
 		return nil, syscall.ENOENT
 	}
 	var n *node
-	err := f.view(func(tx *chunkstore.Tx) error {
-		v, err := tx.Sealed(bucketInodes).Get(inoKey(ino))
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			return syscall.ENOENT
-		}
-		a, target, sum, err := decodeInodeSum(ino, v)
-		if err != nil {
-			f.log.Error("corrupt inode record", "ino", ino, "err", err)
-			return syscall.EIO
-		}
-		n = &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
-		n.orphan = a.Nlink == 0 && !a.IsDir()
-		switch {
-		case !a.IsRegular():
-		case sum.Known:
-			// Sealed with the record: the count st_blocks needs. The
-			// list is checked against it before it is read.
-			n.stored, n.listUnchecked = sum.Count, true
-		default:
-			// A record without a summary (version 1): the list is
-			// counted, and taken as it is.
-			n.stored, n.damaged = verifyListSum(tx, ino, sum)
-		}
-		return nil
+	err := f.view(func(tx *chunkstore.Tx) (err error) {
+		n, err = f.loadNodeTx(tx, ino)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	f.addNodeLocked(n)
+	return n, nil
+}
+
+// loadNodeTx reads ino's node from the store, for addNodeLocked. Call
+// with mu held.
+func (f *FS) loadNodeTx(tx *chunkstore.Tx, ino Ino) (*node, error) {
+	v, err := tx.Sealed(bucketInodes).Get(inoKey(ino))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, syscall.ENOENT
+	}
+	a, target, sum, err := decodeInodeSum(ino, v)
+	if err != nil {
+		f.log.Error("corrupt inode record", "ino", ino, "err", err)
+		return nil, syscall.EIO
+	}
+	n := &node{attr: a, target: target, trunc: noTrunc, truncCommitting: noTrunc, version: f.bump()}
+	n.orphan = a.Nlink == 0 && !a.IsDir()
+	switch {
+	case !a.IsRegular():
+	case sum.Known:
+		// Sealed with the record: the count st_blocks needs. The list
+		// is checked against it before it is read.
+		n.stored, n.listUnchecked = sum.Count, true
+	default:
+		// A record without a summary (version 1): the list is counted,
+		// and taken as it is.
+		n.stored, n.damaged = verifyListSum(tx, ino, sum)
+	}
+	return n, nil
+}
+
+// addNodeLocked caches a node loadNodeTx read.
+func (f *FS) addNodeLocked(n *node) {
 	if n.damaged != nil {
 		f.reportDamage(n.damaged)
 	}
-	f.nodes[ino] = n
-	return n, nil
+	f.nodes[n.attr.Ino] = n
 }
 
 // attrOfLocked is n's attributes as the FS hands them out: Blocks
@@ -151,6 +163,9 @@ func (f *FS) attrOfLocked(n *node) Attr {
 // size.
 func (f *FS) blocksLocked(n *node) uint64 {
 	chunks := n.stored
+	if len(n.slots) == 0 {
+		return blocksOf(&n.attr, chunks, f.chunkSize) // spares a map iterator's setup
+	}
 	for _, s := range n.slots {
 		if !s.hole {
 			chunks++

@@ -128,14 +128,24 @@ func decodeInodeSum(ino Ino, b []byte) (Attr, string, inodeSum, error) {
 	if b[0] != inodeRecordVersion && b[0] != inodeRecordV1 {
 		return Attr{}, "", inodeSum{}, fmt.Errorf("inode %d: %w: record version %d", ino, errBadRecord, b[0])
 	}
-	a := Attr{Ino: ino}
-	p := b[1:]
-	u32 := func() uint32 { v := binary.BigEndian.Uint32(p); p = p[4:]; return v }
-	u64 := func() uint64 { v := binary.BigEndian.Uint64(p); p = p[8:]; return v }
-	a.Mode, a.Nlink, a.Uid, a.Gid, a.Rdev = u32(), u32(), u32(), u32(), u32()
-	a.Size = u64()
-	a.Atime, a.Mtime, a.Ctime, a.Btime = int64(u64()), int64(u64()), int64(u64()), int64(u64())
-	a.Parent = Ino(u64())
+	// Fixed offsets, one bounds check: a node load decodes one record.
+	f := (*[inodeFixedSize]byte)(b)
+	be := binary.BigEndian
+	a := Attr{
+		Ino:    ino,
+		Mode:   be.Uint32(f[1:]),
+		Nlink:  be.Uint32(f[5:]),
+		Uid:    be.Uint32(f[9:]),
+		Gid:    be.Uint32(f[13:]),
+		Rdev:   be.Uint32(f[17:]),
+		Size:   be.Uint64(f[21:]),
+		Atime:  int64(be.Uint64(f[29:])),
+		Mtime:  int64(be.Uint64(f[37:])),
+		Ctime:  int64(be.Uint64(f[45:])),
+		Btime:  int64(be.Uint64(f[53:])),
+		Parent: Ino(be.Uint64(f[61:])),
+	}
+	p := b[inodeFixedSize:]
 	switch a.Mode & syscall.S_IFMT {
 	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK, syscall.S_IFIFO, syscall.S_IFSOCK, syscall.S_IFCHR, syscall.S_IFBLK:
 	default:

@@ -105,18 +105,16 @@ type RootDelta struct {
 }
 
 // Watch implements sealed.Watcher.
-func (r *RootDelta) Watch(bucket, key, old, val []byte, deleted bool) {
+func (r *RootDelta) Watch(bucket, key, old []byte, damaged bool, val []byte, deleted bool) {
 	if ID(bucket) == 0 {
 		return
 	}
 	r.changes++
-	if old != nil {
-		v, _, err := sealed.OpenBirth(bucket, key, old)
-		if err != nil {
-			r.Lost++
-		} else {
-			r.d.Sub(RecordHash(bucket, key, v))
-		}
+	switch {
+	case damaged:
+		r.Lost++
+	case old != nil:
+		r.d.Sub(RecordHash(bucket, key, old))
 	}
 	if !deleted {
 		r.d.Add(RecordHash(bucket, key, val))

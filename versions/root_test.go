@@ -113,11 +113,54 @@ func TestRootDelta(t *testing.T) {
 		if got := d.Apply(before); got != before {
 			t.Errorf("the same records again: %s, want %s", got, before)
 		}
+		// Writes over records Find read: the same delta.
+		for _, k := range []string{"1", "2", "9"} {
+			found, _, err := w("inodes").Find([]byte(k))
+			if err != nil {
+				return err
+			}
+			if _, err := w("inodes").PutFound([]byte(k), []byte("found "+k), found); err != nil {
+				return err
+			}
+		}
+		found, v, err := w("inodes").Find([]byte("9"))
+		if err != nil || string(v) != "found 9" {
+			t.Errorf("Find 9: %q, %v", v, err)
+		}
+		if _, err := w("inodes").DeleteFound([]byte("9"), found); err != nil {
+			return err
+		}
+		found, _, _ = w("inodes").Find([]byte("none"))
+		if _, err := w("inodes").DeleteFound([]byte("none"), found); err != nil {
+			return err
+		}
+		if after, _, err = ComputeRoot(tx); err != nil {
+			return err
+		}
+		if got := d.Apply(before); got != after {
+			t.Errorf("after PutFound and DeleteFound: %s, computed %s", got, after)
+		}
+		for _, k := range []string{"1", "2"} {
+			found, _, _ := w("inodes").Find([]byte(k))
+			w("inodes").PutFound([]byte(k), []byte(map[string]string{"1": "root", "2": "file"}[k]), found)
+		}
+		if got := d.Apply(before); got != before {
+			t.Errorf("the same records again after PutFound: %s, want %s", got, before)
+		}
 		// A damaged old value cannot be counted out.
 		tx.Bucket([]byte("inodes")).Put([]byte("2"), []byte("garbage!"))
 		w("inodes").Delete([]byte("2"))
 		if d.Lost != 1 {
 			t.Errorf("lost %d", d.Lost)
+		}
+		tx.Bucket([]byte("inodes")).Put([]byte("1"), []byte("garbage!"))
+		found, _, err = w("inodes").Find([]byte("1"))
+		if err == nil {
+			t.Error("Find of a damaged record: no error")
+		}
+		w("inodes").PutFound([]byte("1"), []byte("root"), found)
+		if d.Lost != 2 {
+			t.Errorf("lost %d after PutFound over a damaged record", d.Lost)
 		}
 		return nil
 	})

@@ -59,14 +59,14 @@ func (b Bucket) ovGet(key []byte) (v []byte, present bool, err error) {
 
 func (b Bucket) ovOpen(k, raw []byte) ([]byte, bool, error) {
 	if raw == nil {
-		return nil, false, &DamageError{Bucket: string(b.name), Key: k, Why: "a nested bucket where a value belongs"}
+		return nil, false, &DamageError{Bucket: string(b.name), Key: bytes.Clone(k), Why: "a nested bucket where a value belongs"}
 	}
 	val, err := Open(b.name, k, raw)
 	if err != nil {
 		return nil, false, err
 	}
 	if len(val) == 0 || val[0] > tagValue || val[0] == tagTombstone && len(val) != 1 {
-		return nil, false, &DamageError{Bucket: string(b.name), Key: k, Why: "overlay record without its tag"}
+		return nil, false, &DamageError{Bucket: string(b.name), Key: bytes.Clone(k), Why: "overlay record without its tag"}
 	}
 	if val[0] == tagTombstone {
 		return nil, true, nil

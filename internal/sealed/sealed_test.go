@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -229,4 +230,37 @@ func BenchmarkSealOpen(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestShortUpdates: the table loops give crc32.Update's CRC, for every
+// length a key or bucket name has, and the reversed uvarint decodes as
+// binary.Uvarint would.
+func TestShortUpdates(t *testing.T) {
+	b := make([]byte, 300)
+	for i := range b {
+		b[i] = byte(i*131 + 7)
+	}
+	for n := 0; n <= len(b); n++ {
+		for _, seed := range []uint32{0, seed5, 0xdeadbeef} {
+			if got, want := updateShort(seed, b[:n]), crc32.Update(seed, table, b[:n]); got != want {
+				t.Fatalf("updateShort(%08x, %d bytes) = %08x, want %08x", seed, n, got, want)
+			}
+			if got, want := updateUvarint(seed, uint64(n)), crc32.Update(seed, table, binary.AppendUvarint(nil, uint64(n))); got != want {
+				t.Fatalf("updateUvarint(%08x, %d) = %08x, want %08x", seed, n, got, want)
+			}
+		}
+	}
+	for _, birth := range []uint64{0, 1, 127, 128, 1 << 20, 1<<63 + 5, ^uint64(0)} {
+		body := appendBirth([]byte("value"), birth)
+		v, got, ok := splitBirth(body)
+		if !ok || got != birth || string(v) != "value" {
+			t.Errorf("splitBirth of %d: %q %d %v", birth, v, got, ok)
+		}
+	}
+	// Eleven continuation bytes, or a tenth byte over 1: not a uvarint.
+	for _, bad := range [][]byte{bytes.Repeat([]byte{0x80}, 11), append([]byte{2}, bytes.Repeat([]byte{0xff}, 9)...)} {
+		if _, _, ok := splitBirth(bad); ok {
+			t.Errorf("splitBirth(%x) decoded", bad)
+		}
+	}
 }
