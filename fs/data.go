@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -284,36 +285,33 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 }
 
 // prepareQueuedLocked prepares the sealed slots of n that no worker has
-// taken yet in this goroutine, releasing mu while it works: an fsync
+// taken yet in this goroutine, one at a time (the workers woken by the
+// sealing take others meanwhile), releasing mu while it works: an fsync
 // (a database commits a few pages and waits) then waits for no worker
 // to wake and no wake-up of its own.
 func (f *FS) prepareQueuedLocked(n *node) {
-	var mine []*slot
-	kept := f.queue[:0]
-	for _, s := range f.queue {
-		if s.ino == n.attr.Ino && n.slots[s.idx] == s {
-			mine = append(mine, s)
-		} else {
-			kept = append(kept, s)
-		}
-	}
-	if len(mine) == 0 {
-		return
-	}
-	clear(f.queue[len(kept):])
-	f.queue = kept
 	var scratch []byte
-	if k := len(f.scratch); k > 0 {
-		scratch, f.scratch = f.scratch[k-1], f.scratch[:k-1]
-	} else {
-		scratch = f.newScratch()
-	}
-	f.mu.Unlock()
-	for _, s := range mine {
+	for {
+		i := slices.IndexFunc(f.queue, func(s *slot) bool { return s.ino == n.attr.Ino && n.slots[s.idx] == s })
+		if i < 0 {
+			break
+		}
+		s := f.queue[i]
+		f.queue = slices.Delete(f.queue, i, i+1)
+		if scratch == nil {
+			if k := len(f.scratch); k > 0 {
+				scratch, f.scratch = f.scratch[k-1], f.scratch[:k-1]
+			} else {
+				scratch = f.newScratch()
+			}
+		}
+		f.mu.Unlock()
 		f.prepareSlot(s, scratch)
+		f.mu.Lock()
 	}
-	f.mu.Lock()
-	f.scratch = append(f.scratch, scratch)
+	if scratch != nil {
+		f.scratch = append(f.scratch, scratch)
+	}
 }
 
 // newScratch returns a buffer for a chunk's compression.
