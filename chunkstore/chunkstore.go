@@ -127,6 +127,9 @@ type Store struct {
 	// rolledBack says why the store opened at the commit before its
 	// newest record (Options.AcceptRollback, or read-only); "" if not.
 	rolledBack string
+	// writesNoFreelist is bbolt's count of page writes when commits
+	// stopped writing the freelist (Open): Close writes it if it moved.
+	writesNoFreelist int64
 }
 
 // RolledBack says, if the store opened at the commit before what may have
@@ -205,17 +208,6 @@ func Open(path string, opts Options) (s *Store, err error) {
 	}
 	db.AllocSize = 64 << 20
 	db.MaxBatchDelay = 0
-	if !opts.ReadOnly {
-		// Commits do not write the freelist (Close does, once): it
-		// lists every free page, 512 KiB after a 256 MiB file is
-		// deleted, and every commit wrote and sorted all of it, so that
-		// a database's small fsyncs after some churn cost 2x. bbolt
-		// (as etcd runs it) stays crash-safe without it: the commit
-		// records that it has none, and an open after a crash rebuilds
-		// it by walking the pages (the cost the comment above names,
-		// now only after a crash), then writes it.
-		db.NoFreelistSync = true
-	}
 	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack}
 	if f, err := os.Open(path); err == nil {
 		s.rfile = f
@@ -223,6 +215,20 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err := s.init(opts); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		// Commits do not write the freelist (Close does, once, if
+		// anything was committed): it lists every free page, 512 KiB
+		// after a 256 MiB file is deleted, and every commit wrote and
+		// sorted all of it, so that a database's small fsyncs after
+		// some churn paid for it each time. bbolt (as etcd runs it)
+		// stays crash-safe without it: a commit records that it wrote
+		// none, and an open after a crash rebuilds it by walking the
+		// pages (the cost the comment above names, now only after a
+		// crash), then writes it.
+		db.NoFreelistSync = true
+		st := db.Stats()
+		s.writesNoFreelist = st.TxStats.GetWrite()
 	}
 	return s, nil
 }
@@ -698,12 +704,15 @@ func (s *Store) Close() error {
 	}
 	var err error
 	if s.db.NoFreelistSync {
-		// One commit that writes the freelist, so that the next open
-		// reads it instead of walking every page. No transaction runs
-		// any more: the caller has stopped using the store.
+		// If anything was committed without it, one commit that writes
+		// the freelist, so that the next open reads it instead of
+		// walking every page. No transaction runs any more: the caller
+		// has stopped using the store.
 		s.db.NoFreelistSync = false
-		if err = s.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
-			err = fmt.Errorf("close %s: write the freelist: %w", s.path, err)
+		if st := s.db.Stats(); st.TxStats.GetWrite() != s.writesNoFreelist {
+			if err = s.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+				err = fmt.Errorf("close %s: write the freelist: %w", s.path, err)
+			}
 		}
 	}
 	if cerr := s.db.Close(); err == nil {
