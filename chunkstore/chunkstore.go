@@ -134,6 +134,9 @@ type Store struct {
 	// rolledBack says why the store opened at the commit before its
 	// newest record (Options.AcceptRollback, or read-only); "" if not.
 	rolledBack string
+	// writesNoFreelist is bbolt's count of page writes when commits
+	// stopped writing the freelist (Open): Close writes it if it moved.
+	writesNoFreelist int64
 }
 
 // RolledBack says, if the store opened at the commit before what may have
@@ -188,10 +191,12 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The freelist is synced with every commit: without it, bbolt rebuilds
-	// it at open by walking every page, which took 13.7 s for a 22 GiB
-	// store of a million files (and panicked on a damaged page); with it,
-	// open reads two meta pages and the freelist (9 ms for 200,000 files).
+	// The freelist is read at open if the last commit wrote it (Close's
+	// does, see below): without it, bbolt rebuilds it at open by walking
+	// every page, which took 13.7 s for a 22 GiB store of a million files
+	// (and panicked on a damaged page, which verifyPages now finds
+	// first); with it, open reads two meta pages and the freelist (9 ms
+	// for 200,000 files).
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		FreelistType:    bolt.FreelistMapType,
@@ -224,6 +229,20 @@ func Open(path string, opts Options) (s *Store, err error) {
 	if err := s.init(opts); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		// Commits do not write the freelist (Close does, once, if
+		// anything was committed): it lists every free page, 512 KiB
+		// after a 256 MiB file is deleted, and every commit wrote and
+		// sorted all of it, so that a database's small fsyncs after
+		// some churn paid for it each time. bbolt (as etcd runs it)
+		// stays crash-safe without it: a commit records that it wrote
+		// none, and an open after a crash rebuilds it by walking the
+		// pages (the cost the comment above names, now only after a
+		// crash), then writes it.
+		db.NoFreelistSync = true
+		st := db.Stats()
+		s.writesNoFreelist = st.TxStats.GetWrite()
 	}
 	return s, nil
 }
@@ -736,7 +755,23 @@ func (s *Store) Close() error {
 	if s.rrand != nil {
 		s.rrand.Close()
 	}
-	return s.db.Close()
+	var err error
+	if s.db.NoFreelistSync {
+		// If anything was committed without it, one commit that writes
+		// the freelist, so that the next open reads it instead of
+		// walking every page. No transaction runs any more: the caller
+		// has stopped using the store.
+		s.db.NoFreelistSync = false
+		if st := s.db.Stats(); st.TxStats.GetWrite() != s.writesNoFreelist {
+			if err = s.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+				err = fmt.Errorf("close %s: write the freelist: %w", s.path, err)
+			}
+		}
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Path is the workspace file's path.

@@ -106,7 +106,9 @@ func (f *FS) committer() {
 			t++
 			f.mu.Unlock()
 		}
+		f.commitMu.Lock()
 		f.commitOnce()
+		f.commitMu.Unlock()
 	}
 }
 
@@ -559,5 +561,16 @@ func (f *FS) cleanAfterCommitLocked(snap *snapshot) {
 			delete(f.dirty, ino)
 			f.maybeForgetLocked(n)
 		}
+	}
+}
+
+// commitOnceIfClosedNot runs commitOnce unless the FS is closed (Close
+// waits for commitMu before it closes the store). commitMu is held.
+func (f *FS) commitOnceIfClosedNot() {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if !closed {
+		f.commitOnce()
 	}
 }

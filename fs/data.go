@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"syscall"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -283,18 +284,65 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	}
 }
 
+// prepareQueuedLocked prepares the sealed slots of n that no worker has
+// taken yet in this goroutine, one at a time (the workers woken by the
+// sealing take others meanwhile), releasing mu while it works: an fsync
+// (a database commits a few pages and waits) then waits for no worker
+// to wake and no wake-up of its own.
+func (f *FS) prepareQueuedLocked(n *node) {
+	var scratch []byte
+	for {
+		i := slices.IndexFunc(f.queue, func(s *slot) bool { return s.ino == n.attr.Ino && n.slots[s.idx] == s })
+		if i < 0 {
+			break
+		}
+		s := f.queue[i]
+		f.queue = slices.Delete(f.queue, i, i+1)
+		if scratch == nil {
+			if k := len(f.scratch); k > 0 {
+				scratch, f.scratch = f.scratch[k-1], f.scratch[:k-1]
+			} else {
+				scratch = f.newScratch()
+			}
+		}
+		f.mu.Unlock()
+		f.prepareSlot(s, scratch)
+		f.mu.Lock()
+	}
+	if scratch != nil {
+		f.scratch = append(f.scratch, scratch)
+	}
+}
+
+// newScratch returns a buffer for a chunk's compression.
+func (f *FS) newScratch() []byte {
+	return make([]byte, 0, f.chunkSize+f.chunkSize/4+64)
+}
+
+// prepareSlot merges (if sparse), hashes and compresses a sealed slot
+// taken from the queue; mu is not held.
+func (f *FS) prepareSlot(s *slot, scratch []byte) {
+	f.mu.Lock()
+	hasBase := s.hasBase
+	f.mu.Unlock()
+	if !hasBase || f.mergeBase(s) {
+		p, hole := prepare(s, scratch)
+		f.mu.Lock()
+		f.finishPrepareLocked(s, p, hole)
+		f.mu.Unlock()
+	}
+}
+
 func (f *FS) worker() {
 	defer f.wg.Done()
-	scratch := make([]byte, 0, f.chunkSize+f.chunkSize/4+64)
+	scratch := f.newScratch()
 	for {
 		f.mu.Lock()
 		var s *slot
-		var hasBase bool
 		if n := len(f.queue); n > 0 {
 			s = f.queue[0]
 			f.queue[0] = nil
 			f.queue = f.queue[1:]
-			hasBase = s.hasBase
 		}
 		f.mu.Unlock()
 		if s == nil {
@@ -305,12 +353,7 @@ func (f *FS) worker() {
 			}
 			continue
 		}
-		if !hasBase || f.mergeBase(s) {
-			p, hole := prepare(s, scratch)
-			f.mu.Lock()
-			f.finishPrepareLocked(s, p, hole)
-			f.mu.Unlock()
-		}
+		f.prepareSlot(s, scratch)
 	}
 }
 
@@ -1189,6 +1232,7 @@ func (f *FS) Fsync(ctx context.Context, ino Ino) error {
 	defer f.mu.Unlock()
 	if n := f.nodes[ino]; n != nil {
 		f.sealAllLocked(n)
+		f.prepareQueuedLocked(n)
 		if err := f.waitPreparedLocked(ctx, n); err != nil {
 			return err
 		}
@@ -1219,13 +1263,30 @@ func (f *FS) waitPreparedLocked(ctx context.Context, n *node) error {
 }
 
 // waitCommitLocked waits for a commit whose snapshot is taken from now on.
+// It runs that commit itself (releasing mu) unless one is under way:
+// handing it to the committer and waiting for its wake-up cost an fsync
+// two thread switches, each up to a scheduler tick on a loaded machine.
 func (f *FS) waitCommitLocked(ctx context.Context) error {
 	target := f.snapTaken + 1
-	f.kickCommit()
 	for f.snapDone < target {
 		if f.broken != nil {
 			return f.broken
 		}
+		if f.closed {
+			// Close committed everything before it set closed, and
+			// no commit runs after.
+			return nil
+		}
+		if f.commitMu.TryLock() {
+			f.mu.Unlock()
+			f.commitOnceIfClosedNot()
+			f.commitMu.Unlock()
+			f.mu.Lock()
+			continue
+		}
+		// The committer (or another waiter) is committing: the commit
+		// after it is ours, which the committer runs when kicked.
+		f.kickCommit()
 		if err := f.waitLocked(ctx); err != nil {
 			return err
 		}

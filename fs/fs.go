@@ -159,10 +159,15 @@ type FS struct {
 	pageMax     int
 
 	// commit pipeline
+	// commitMu is held by whoever runs commitOnce, the committer or a
+	// goroutine waiting for a commit (waitCommitLocked): commits happen
+	// one at a time, in the order of their snapshots. Taken before mu.
+	commitMu  sync.Mutex
 	snapTaken uint64 // snapshots taken
 	snapDone  uint64 // snapshots committed (or failed)
 	kick      chan struct{}
 	queue     []*slot       // sealed slots waiting for a worker
+	scratch   [][]byte      // compression buffers of prepareQueuedLocked
 	work      chan struct{} // wakes workers
 	cache     chunkCache
 	readAhead chan aheadChunk // chunks for the prefetcher
@@ -560,6 +565,10 @@ func (f *FS) Close() error {
 	f.mu.Unlock()
 	close(f.stop)
 	f.wg.Wait()
+	// A commit under way in a waiting goroutine ends before the store
+	// closes; none starts after (waitCommitLocked checks closed).
+	f.commitMu.Lock()
+	f.commitMu.Unlock()
 	if f.fork != nil {
 		return err // the store is the workspace's
 	}
