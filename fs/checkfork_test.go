@@ -501,3 +501,72 @@ func FuzzForkCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestForkChangesMergedInode: a fork may change and delete the
+// workspace's inodes that an earlier fork made and merged (numbers from
+// that fork's range): fsck is clean with such a fork open, and after it
+// merges. TestForkMergeKill's workers do this; a kill that left such a
+// fork once made fsck report "inode ... lies outside the fork's range".
+func TestForkChangesMergedInode(t *testing.T) {
+	ctx := context.Background()
+	f, path := openSmallChunks(t)
+	first, err := f.CreateFork(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa, err := f.OpenFork(first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, fa, RootIno, "kept", []byte("made in the first fork"))
+	putFile(t, fa, RootIno, "gone", []byte("made in the first fork, deleted in the second"))
+	if _, _, err := f.MergeFork(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.CreateFork(ctx, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := f.OpenFork(second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := fb.Lookup(Caller{}, RootIno, "kept")
+	if err != nil || kept.Ino < forkInoFloor {
+		t.Fatalf("kept: %+v %v (want an inode of the first fork's range)", kept, err)
+	}
+	putFile(t, fb, RootIno, "kept", []byte("changed in the second fork"))
+	mode := uint32(0o600)
+	if _, err := fb.SetAttr(Caller{}, kept.Ino, SetAttrIn{Mode: &mode}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fb.Unlink(RootIno, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fb.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := Check(st, false); err != nil || !r.Clean() {
+			t.Errorf("fsck %s: %v %q", when, err, r.Problems)
+		}
+		st.Close()
+		if f, err = Open(path, Options{Logger: quietLog()}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+	}
+	check("with the second fork open")
+	if _, _, err := f.MergeFork(ctx, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("after the second merge")
+}
