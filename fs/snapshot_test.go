@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 )
@@ -493,4 +494,85 @@ func openSmallChunks(t testing.TB) (*FS, string) {
 		t.Fatal(err)
 	}
 	return f, path
+}
+
+const snapCreateWorkerEnv = "COMPUTERFS_SNAPCREATE_WORKER"
+
+// snapCreateFiles writes generation gen of TestSnapshotCreateKill's
+// files: 10 files whose bytes say their generation and index.
+func snapCreateFiles(t *testing.T, f *FS, gen int) {
+	for i := range 10 {
+		a := putFile(t, f, RootIno, fmt.Sprintf("f%d", i), bytes.Repeat([]byte{byte(gen), byte(i)}, 2000+gen%7*100))
+		size := uint64(2 * (2000 + gen%7*100)) // putFile writes over, and does not truncate
+		if _, err := f.SetAttr(Caller{}, a.Ino, SetAttrIn{Size: &size}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSnapshotCreateWorker is TestSnapshotCreateKill's child: it writes
+// a generation of files and snapshots it as "gGEN", and so on, until
+// killed.
+func TestSnapshotCreateWorker(t *testing.T) {
+	path := os.Getenv(snapCreateWorkerEnv)
+	if path == "" {
+		t.Skip("TestSnapshotCreateKill's child process")
+	}
+	f, err := Open(path, Options{Logger: quietLog(), CommitInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := f.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gen := len(list) + 1; ; gen++ {
+		snapCreateFiles(t, f, gen)
+		if _, err := f.CreateSnapshot(context.Background(), fmt.Sprintf("g%d", gen)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSnapshotCreateKill: kill -9 while snapshots are created leaves a
+// store fsck finds clean, and every snapshot it lists holds exactly the
+// generation of files it was taken of (none half made, none of a later
+// generation's bytes).
+func TestSnapshotCreateKill(t *testing.T) {
+	f, path := openSmallChunks(t)
+	f.Close()
+	most := 0
+	killRounds(t, path, "TestSnapshotCreateWorker", snapCreateWorkerEnv, 20, 11, 70, func(round int, f *FS) {
+		list, err := f.Snapshots()
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		most = max(most, len(list))
+		for _, s := range list {
+			var gen int
+			if _, err := fmt.Sscanf(s.Name, "g%d", &gen); err != nil {
+				t.Fatalf("round %d: snapshot %q", round, s.Name)
+			}
+			v, err := f.SnapshotView(s.Name)
+			if err != nil {
+				t.Fatalf("round %d: view of %s: %v", round, s.Name, err)
+			}
+			for i := range 10 {
+				a, err := v.Lookup(RootIno, fmt.Sprintf("f%d", i))
+				if err != nil {
+					t.Fatalf("round %d: %s: f%d: %v", round, s.Name, i, err)
+				}
+				want := bytes.Repeat([]byte{byte(gen), byte(i)}, 2000+gen%7*100)
+				got := make([]byte, a.Size+1)
+				n, err := v.Read(a.Ino, 0, got)
+				if err != nil || !bytes.Equal(got[:n], want) {
+					t.Fatalf("round %d: %s: f%d holds %d bytes (%v), not generation %d's", round, s.Name, i, n, err, gen)
+				}
+			}
+		}
+	})
+	if most == 0 {
+		t.Fatal("no round left a snapshot: the kills came before any create")
+	}
+	t.Logf("%d snapshots after the last round", most)
 }
