@@ -28,19 +28,26 @@ func (f *FS) entryLocked(d *node, name string) (dirent, bool, error) {
 	var de dirent
 	var found bool
 	err := f.view(func(tx *chunkstore.Tx) error {
-		v, err := tx.Sealed(bucketDirents).Get(direntKey(d.attr.Ino, name))
-		if err != nil || v == nil {
-			return err
-		}
-		de, err = decodeDirent(v)
-		if err != nil {
-			f.log.Error("corrupt directory entry", "dir", d.attr.Ino, "name", name, "err", err)
-			return syscall.EIO
-		}
-		found = true
-		return nil
+		var err error
+		de, found, err = f.direntTx(tx, d.attr.Ino, name)
+		return err
 	})
 	return de, found, err
+}
+
+// direntTx reads name's entry in directory dir from the store; a record
+// that does not decode is logged and EIO.
+func (f *FS) direntTx(tx *chunkstore.Tx, dir Ino, name string) (dirent, bool, error) {
+	v, err := tx.Sealed(bucketDirents).Get(direntKey(dir, name))
+	if err != nil || v == nil {
+		return dirent{}, false, err
+	}
+	de, err := decodeDirent(v)
+	if err != nil {
+		f.log.Error("corrupt directory entry", "dir", dir, "name", name, "err", err)
+		return dirent{}, false, syscall.EIO
+	}
+	return de, true, nil
 }
 
 // entryNodeLocked is entryLocked and, when name is found, getNodeLocked
@@ -55,16 +62,10 @@ func (f *FS) entryNodeLocked(d *node, name string) (de dirent, n *node, found bo
 		return ch.d, n, true, err
 	}
 	err = f.view(func(tx *chunkstore.Tx) error {
-		v, err := tx.Sealed(bucketDirents).Get(direntKey(d.attr.Ino, name))
-		if err != nil || v == nil {
+		var err error
+		if de, found, err = f.direntTx(tx, d.attr.Ino, name); err != nil || !found {
 			return err
 		}
-		de, err = decodeDirent(v)
-		if err != nil {
-			f.log.Error("corrupt directory entry", "dir", d.attr.Ino, "name", name, "err", err)
-			return syscall.EIO
-		}
-		found = true
 		if f.nodes[de.Ino] != nil || f.dead[de.Ino] {
 			return nil
 		}
