@@ -423,6 +423,11 @@ func (c *checker) run() error {
 	if err := c.checkForkTrees(func(id chunkstore.ID) bool { return stored[id] != 0 && !damaged[id] }); err != nil {
 		return err
 	}
+	// And the holds of a pull in progress, or of one killed before it
+	// applied its tree (holds.go).
+	if _, err := c.checkHolds(stored, damaged, counted); err != nil {
+		return err
+	}
 	// Summaries (in the inode records) against the lists: a record lost
 	// or changed (its key damaged, its page misrouted) shows only here.
 	for ino, want := range c.sums {
@@ -965,6 +970,11 @@ func GCWith(store *chunkstore.Store, o GCOptions) (*GCReport, error) {
 		}
 		if err := forkChunkRefs(tx, func(id chunkstore.ID) { counted[id]++ }); err != nil {
 			return fmt.Errorf("gc stopped, nothing freed: forks: %w (run computerfs fsck)", err)
+		}
+		// A pull's holds (holds.go) are references until its commit, or
+		// until the next open releases those of a pull that died.
+		if err := holdChunkRefs(tx, func(_ holdRecord, id chunkstore.ID) { counted[id]++ }); err != nil {
+			return fmt.Errorf("gc stopped, nothing freed: %w (run computerfs fsck)", err)
 		}
 		var fix []chunkstore.ChunkInfo
 		var chunks, seen uint64

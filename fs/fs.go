@@ -186,6 +186,11 @@ type FS struct {
 	// forkMu guards it, and is never taken under mu.
 	forkMu sync.Mutex
 	forks  map[string]*FS
+
+	// liveHolds are the holds of the pulls running now (holds.go),
+	// lastHold the last number given; both under mu.
+	liveHolds map[uint64]bool
+	lastHold  uint64
 }
 
 // Open opens (or creates) the workspace at path and starts its committer and
@@ -245,6 +250,16 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	f.pageMax = max(pageBytes/pageSize, 64)
 	if err := f.load(opts); err != nil {
 		return nil, err
+	}
+	if f.fork == nil {
+		// A pull killed before it applied its tree left references on
+		// its chunks: released now (holds.go). Failing that, they stay,
+		// counted by fsck and gc, for the next open or pull.
+		if h, n, err := f.releaseDeadHolds(); err != nil {
+			f.log.Warn("open: chunks held by a pull that did not finish stay held", "store", store.Path(), "err", err)
+		} else if h > 0 {
+			f.log.Info("released the chunks held by pulls that did not finish", "store", store.Path(), "pulls", h, "chunks", n)
+		}
 	}
 	workers := opts.Workers
 	if workers == 0 {
@@ -733,7 +748,7 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true, string(bucketForks): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true, string(bucketForks): true, string(bucketHolds): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

@@ -32,6 +32,10 @@ type ApplyTreeOptions struct {
 	// BatchBytes bounds the chunk bytes put per transaction before the
 	// commit that applies the tree (64 MiB if 0).
 	BatchBytes int
+	// Batched, if not nil, is called after each batch's commit with the
+	// batches committed and the chunks left (progress; tests stop a
+	// pull between batches with it).
+	Batched func(batches, left int)
 }
 
 // ApplyTree puts the tree of recs (ExportSnapshot's records, possibly of
@@ -42,8 +46,9 @@ type ApplyTreeOptions struct {
 // snapshots and exec records are kept (the versions they pin survive).
 // chunk gives the plaintext of a chunk the store lacks, verified against
 // its ID. Chunks are first put in the store in batches, held by a
-// reference each that the applying commit drops; a pull killed between
-// leaves them with that reference, which gc corrects.
+// reference each that the applying commit drops, recorded in the
+// batch's commit (holds.go): a pull killed between leaves a consistent
+// store, whose next open (or pull) releases them.
 func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunkstore.ID) ([]byte, error), opts ApplyTreeOptions) (*RewindReport, *Touched, Snapshot, error) {
 	fail := func(err error) (*RewindReport, *Touched, Snapshot, error) {
 		return nil, nil, Snapshot{}, fmt.Errorf("apply tree: %w", err)
@@ -95,7 +100,17 @@ func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunks
 
 	// Every chunk the tree names is held by one reference of ours until
 	// the applying commit: a chunk the store has now could otherwise go
-	// before that commit refers to it.
+	// before that commit refers to it. Each batch records what it holds
+	// in the same transaction (holds.go), so that a pull killed before
+	// its commit leaves nothing that fsck counts wrong, and the next
+	// open releases it. Holds of pulls that died are released first.
+	if h, n, err := f.releaseDeadHolds(); err != nil {
+		f.log.Warn("apply tree: chunks held by a pull that did not finish stay held", "err", err)
+	} else if h > 0 {
+		f.log.Info("apply tree: released the chunks held by pulls that did not finish", "pulls", h, "chunks", n)
+	}
+	hold := f.newHold()
+	defer f.endHold(hold)
 	var held []chunkstore.ID
 	release := func() {
 		if len(held) == 0 {
@@ -107,11 +122,12 @@ func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunks
 					return err
 				}
 			}
-			return nil
+			return dropHold(tx, hold)
 		}); err != nil {
-			f.log.Warn("apply tree: release the chunks held (gc corrects their counts)", "err", err)
+			f.log.Warn("apply tree: release the chunks held (the next open or pull releases them)", "err", err)
 		}
 	}
+	var batchNo uint32
 	for len(ids) > 0 {
 		if err := ctx.Err(); err != nil {
 			release()
@@ -120,7 +136,7 @@ func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunks
 		var batch []chunkstore.ID
 		var data [][]byte
 		size := 0
-		for len(ids) > 0 && size < opts.BatchBytes {
+		for len(ids) > 0 && size < opts.BatchBytes && len(batch) < holdIDs {
 			id := ids[0]
 			ids = ids[1:]
 			var has bool
@@ -156,13 +172,17 @@ func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunks
 					return err
 				}
 			}
-			return nil
+			return putHold(tx, hold, batchNo, batch)
 		})
 		if err != nil {
 			release()
 			return fail(err)
 		}
 		held = append(held, batch...)
+		batchNo++
+		if opts.Batched != nil {
+			opts.Batched(int(batchNo), len(ids))
+		}
 	}
 
 	want := make(map[string][]byte, len(recs))
@@ -192,6 +212,9 @@ func (f *FS) ApplyTree(ctx context.Context, recs []TreeRecord, chunk func(chunks
 			if err := tx.Unref(id); err != nil {
 				return fmt.Errorf("release chunk %s: %w", id, err)
 			}
+		}
+		if err := dropHold(tx, hold); err != nil {
+			return err
 		}
 		got, _, err := tx.Root()
 		if err != nil {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -248,4 +251,294 @@ func TestApplyTreeFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsckStore()
+}
+
+// TestApplyTreeKilledAt: the store as a pull killed after each of its
+// batches leaves it (a copy of the file taken between batches, as a
+// kill -9 leaves it: every commit durable, nothing after) is consistent
+// at once (fsck, which counts the pull's recorded holds, is clean); its
+// next open releases the holds (fsck clean, no holds left, gc finds
+// nothing to free or correct, the chunk count back to what it was before
+// the pull); and the next apply lands on the tree's root. One copy is
+// then treated as a format-8 binary from before holds treats it (its
+// gc sets the held chunks' counts to the tree's references, freeing
+// those only held): the next open still releases exactly, by recount.
+func TestApplyTreeKilledAt(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openSmallChunks(t)
+	defer src.Close()
+	for i := range 6 {
+		putFile(t, src, RootIno, string(rune('a'+i)), bytes.Repeat([]byte{byte(i + 1), byte(i)}, 3*2048+i*100))
+	}
+	snap, err := src.CreateSnapshot(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []TreeRecord
+	if _, err := ExportSnapshot(src.Store(), "s", func(r TreeRecord) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	chunkOf := func(id chunkstore.ID) ([]byte, error) {
+		var out []byte
+		err := src.Store().View(func(tx *chunkstore.Tx) error {
+			d, err := tx.Get(id, nil)
+			out = bytes.Clone(d)
+			return err
+		})
+		return out, err
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dst.cfs")
+	dst, err := Open(path, Options{ChunkSize: 4096, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, dst, RootIno, "a", bytes.Repeat([]byte{1, 0}, 3*2048)) // shares chunks with the tree
+	putFile(t, dst, RootIno, "mine", []byte("local"))
+	if _, err := dst.CreateSnapshot(ctx, "local"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	copyFile := func(to string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var images []string
+	_, _, _, err = dst.ApplyTree(ctx, recs, chunkOf, ApplyTreeOptions{Root: snap.Root, Snapshot: "p", BatchBytes: 4096, Batched: func(n, _ int) {
+		img := filepath.Join(dir, fmt.Sprintf("killed-%02d.cfs", n))
+		copyFile(img)
+		images = append(images, img)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(images) < 5 {
+		t.Fatalf("%d batches, want several", len(images))
+	}
+	withStore := func(p string, fn func(st *chunkstore.Store)) {
+		t.Helper()
+		st, err := chunkstore.Open(p, chunkstore.Options{Logger: quietLog(), MustExist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		fn(st)
+	}
+	fsck := func(p, when string) {
+		t.Helper()
+		withStore(p, func(st *chunkstore.Store) {
+			cr, err := Check(st, false)
+			if err != nil || len(cr.Problems) > 0 {
+				t.Errorf("%s: fsck %s: %v %v", filepath.Base(p), when, err, cr.Problems)
+			}
+		})
+	}
+	holdRecords := func(p string) (n int, held []chunkstore.ID) {
+		withStore(p, func(st *chunkstore.Store) {
+			st.View(func(tx *chunkstore.Tx) error {
+				return holdChunkRefs(tx, func(r holdRecord, id chunkstore.ID) {
+					if r.Batch+1 > uint32(n) {
+						n = int(r.Batch + 1)
+					}
+					held = append(held, id)
+				})
+			})
+		})
+		return n, held
+	}
+	chunks := func(p string) uint64 {
+		var n uint64
+		withStore(p, func(st *chunkstore.Store) {
+			st.View(func(tx *chunkstore.Tx) error { s, err := tx.Stats(); n = s.Chunks; return err })
+		})
+		return n
+	}
+	for i, img := range images {
+		if n, _ := holdRecords(img); n != i+1 {
+			t.Errorf("%s: %d batches held, want %d", filepath.Base(img), n, i+1)
+		}
+	}
+	// The chunks before the pull: a copy of the first image, its holds
+	// released by an open.
+	base := filepath.Join(dir, "base.cfs")
+	b, err := os.ReadFile(images[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f0, err := Open(base, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f0.Close()
+	want := chunks(base)
+
+	for i, img := range images {
+		fsck(img, "as killed")
+		if i == len(images)/2 {
+			// A format-8 binary from before holds: its gc counts only
+			// the tree's references.
+			_, held := holdRecords(img)
+			withStore(img, func(st *chunkstore.Store) {
+				if err := st.Update(func(tx *chunkstore.Tx) error {
+					for _, id := range held {
+						refs, err := tx.Refs(id)
+						if err != nil {
+							return err
+						}
+						if refs > 0 {
+							if err := tx.SetRefs(id, refs-1); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		f, err := Open(img, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := f.Root(ctx); r == snap.Root {
+			t.Errorf("%s: a killed pull applied its tree", filepath.Base(img))
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fsck(img, "after the open released the holds")
+		if n, _ := holdRecords(img); n != 0 {
+			t.Errorf("%s: %d hold records after the open", filepath.Base(img), n)
+		}
+		if got := chunks(img); got != want {
+			t.Errorf("%s: %d chunks after the release, %d before the pull", filepath.Base(img), got, want)
+		}
+		withStore(img, func(st *chunkstore.Store) {
+			rep, err := GC(st)
+			if err != nil || rep.ChunksFreed+rep.RefsCorrected+rep.BodiesFreed > 0 {
+				t.Errorf("%s: gc after the release: %+v, %v", filepath.Base(img), rep, err)
+			}
+		})
+		f, err = Open(img, Options{Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := f.ApplyTree(ctx, recs, chunkOf, ApplyTreeOptions{Root: snap.Root, Snapshot: "p", BatchBytes: 4096}); err != nil {
+			t.Fatalf("%s: the next apply: %v", filepath.Base(img), err)
+		}
+		if r, _ := f.Root(ctx); r != snap.Root {
+			t.Errorf("%s: root %s after the next apply, want %s", filepath.Base(img), r, snap.Root)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fsck(img, "after the next apply")
+	}
+}
+
+// TestHoldsCheck: fsck reports a damaged holds record and one that
+// names a chunk not stored; fsck --repair releases every hold (the
+// store is closed: no pull runs) and leaves the store clean.
+func TestHoldsCheck(t *testing.T) {
+	f, path := openSmallChunks(t)
+	putFile(t, f, RootIno, "x", bytes.Repeat([]byte{9}, 4096))
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var x chunkstore.ID
+	st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog(), MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Update(func(tx *chunkstore.Tx) error {
+		if err := tx.Sealed(bucketChunks).ForEach(func(_, v []byte) error { x = chunkstore.ID(v); return nil }); err != nil {
+			return err
+		}
+		if err := tx.Ref(x); err != nil {
+			return err
+		}
+		return putHold(tx, 1, 0, []chunkstore.ID{x})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if cr, err := Check(st, false); err != nil || len(cr.Problems) > 0 {
+		t.Fatalf("a hold with its reference: %v %v", err, cr.Problems)
+	}
+	tests := []struct {
+		name   string
+		damage func(tx *chunkstore.Tx) error
+		want   string
+	}{
+		{"a flipped byte", func(tx *chunkstore.Tx) error {
+			b := tx.Bucket(bucketHolds)
+			v := bytes.Clone(b.Get(holdKey(1, 0)))
+			v[3] ^= 1
+			return b.Put(holdKey(1, 0), v)
+		}, "pull hold record"},
+		{"a chunk not stored", func(tx *chunkstore.Tx) error {
+			return putHold(tx, 2, 0, []chunkstore.ID{chunkstore.Sum([]byte("nowhere"))})
+		}, "which is not stored"},
+		{"not a list of IDs", func(tx *chunkstore.Tx) error {
+			return tx.Sealed(bucketHolds).Put(holdKey(3, 0), []byte("short"))
+		}, "not a list of chunk IDs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case on its own copy.
+			p := filepath.Join(t.TempDir(), "c.cfs")
+			b, _ := os.ReadFile(path)
+			st.View(func(tx *chunkstore.Tx) error {
+				var buf bytes.Buffer
+				_, err := tx.WriteTo(&buf)
+				b = buf.Bytes()
+				return err
+			})
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := chunkstore.Open(p, chunkstore.Options{Logger: quietLog(), MustExist: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if err := cs.Update(tc.damage); err != nil {
+				t.Fatal(err)
+			}
+			cr, err := Check(cs, false)
+			if err != nil || !strings.Contains(strings.Join(cr.Problems, "\n"), tc.want) {
+				t.Errorf("fsck: %v %q, want %q", err, cr.Problems, tc.want)
+			}
+			if _, err := Check(cs, true); err != nil {
+				t.Fatal(err)
+			}
+			if cr, err := Check(cs, false); err != nil || len(cr.Problems) > 0 {
+				t.Errorf("fsck after --repair: %v %v", err, cr.Problems)
+			}
+			cs.View(func(tx *chunkstore.Tx) error {
+				if tx.Bucket(bucketHolds) != nil {
+					t.Error("holds left after --repair")
+				}
+				if refs, _ := tx.Refs(x); refs != 1 {
+					t.Errorf("x has %d references after --repair, want 1", refs)
+				}
+				return nil
+			})
+		})
+	}
 }

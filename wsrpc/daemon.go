@@ -238,8 +238,9 @@ func (s *DaemonServer) GC(ctx context.Context, req *pb.GCRequest) (*pb.GCRespons
 	// leaves reference counts that match the chunk lists it wrote, and the
 	// FS holds no reference to a chunk that its committed lists lack but
 	// for shares of chunks they have. A pull in progress holds references
-	// of its own until its commit (fs.FS.ApplyTree), which gc would
-	// count as wrong: it waits for the pull.
+	// of its own until its commit (fs.FS.ApplyTree), recorded in the
+	// store, which gc counts (fs/holds.go); it waits for the pull all the
+	// same: one writer of reference counts at a time.
 	if s.o.Remote != nil {
 		s.o.Remote.Lock()
 		defer s.o.Remote.Unlock()
