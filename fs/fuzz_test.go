@@ -193,3 +193,31 @@ func FuzzDecodeForkRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeHold: a holds record (holds.go) of any bytes decodes or is
+// refused, never panics; one that decodes names whole chunk IDs, at
+// least one and at most holdIDs, and its key is twelve bytes.
+func FuzzDecodeHold(f *testing.F) {
+	id := chunkstore.Sum([]byte("x"))
+	f.Add(holdKey(1, 0), id[:])
+	f.Add(holdKey(1<<62, 7), append(bytes.Clone(id[:]), id[:]...))
+	f.Add([]byte{1, 2, 3}, []byte{})
+	f.Add(holdKey(5, 1), id[:31])
+	f.Fuzz(func(t *testing.T, k, v []byte) {
+		r, err := decodeHold(k, v)
+		if err != nil {
+			return
+		}
+		if len(k) != 12 || len(r.IDs) == 0 || len(r.IDs) > holdIDs || len(r.IDs)*chunkstore.IDSize != len(v) {
+			t.Fatalf("decoded %d IDs from a %d-byte key and %d-byte value", len(r.IDs), len(k), len(v))
+		}
+		for i, id := range r.IDs {
+			if !bytes.Equal(id[:], v[i*chunkstore.IDSize:(i+1)*chunkstore.IDSize]) {
+				t.Fatalf("ID %d differs from its bytes", i)
+			}
+		}
+		if !bytes.Equal(holdKey(r.Hold, r.Batch), k) {
+			t.Fatal("key does not round-trip")
+		}
+	})
+}

@@ -68,7 +68,7 @@ func BenchmarkLazyFirstRead(b *testing.B) {
 		}
 		b.ResetTimer()
 		start := time.Now()
-		m, err := cl.Snapshot(ctx, "")
+		m, err := cl.Snapshot(ctx, "", false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func TestLazyMount(t *testing.T) {
 	}
 
 	clone := filepath.Join(dir, "clone.cfs")
-	m, err := cl.Snapshot(ctx, "")
+	m, err := cl.Snapshot(ctx, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,8 @@ type CloneOptions struct {
 	// mount reads them).
 	KeepSpool bool
 	// Force accepts a HEAD older than the newest the client's HeadBook
-	// has seen (ErrRollback otherwise).
+	// has seen, or a snapshot ref other than the one it saw (ErrRollback
+	// otherwise).
 	Force bool
 }
 
@@ -83,8 +84,8 @@ func Clone(ctx context.Context, c *Client, ws string, opts CloneOptions) (*Clone
 		rel = "snapshots/" + snapKey(opts.Snapshot)
 	}
 	ref, _, err := c.getRef(ctx, rel)
-	if rel == "HEAD" && !opts.Force && (err == nil || errors.Is(err, errNotFound)) {
-		if rerr := c.checkHead(nil, "", ref, err == nil); rerr != nil {
+	if !opts.Force && (err == nil || errors.Is(err, errNotFound)) {
+		if rerr := c.checkRef(opts.Snapshot, ref, err == nil); rerr != nil {
 			return nil, fmt.Errorf("clone: %w", rerr)
 		}
 	}
@@ -164,8 +165,8 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 	if err != nil {
 		return nil, err
 	}
-	if opts.RemoteName == "" && opts.Snapshot == "" {
-		if err := c.noteHead(nil, "", ref); err != nil {
+	if opts.RemoteName == "" {
+		if err := c.noteRef(nil, "", opts.Snapshot, ref); err != nil {
 			return nil, err
 		}
 	}
@@ -174,10 +175,8 @@ func (c *Client) cloneRef(ctx context.Context, ws string, ref Ref, opts CloneOpt
 			cfg.Remotes[opts.RemoteName] = opts.Remote
 		}
 		cfg.Cursors[opts.RemoteName] = Cursor{Manifest: ref.Manifest, Root: ref.Root, Snapshot: ref.Snapshot, At: now()}
-		if opts.Snapshot == "" {
-			if err := c.noteHead(cfg, opts.RemoteName, ref); err != nil {
-				return nil, err
-			}
+		if err := c.noteRef(cfg, opts.RemoteName, opts.Snapshot, ref); err != nil {
+			return nil, err
 		}
 		if err := cfg.Save(ws); err != nil {
 			return nil, err
@@ -297,18 +296,36 @@ func (c *Client) FetchChunk(ctx context.Context, id chunkstore.ID, chunkSize int
 	return data, err
 }
 
-// Snapshot reads the manifest of the remote's HEAD, or of snapshot name.
-// A HEAD older than the newest the client's HeadBook has seen is
-// refused (ErrRollback; a lazy mount has no --force: clone --force
-// accepts it).
-func (c *Client) Snapshot(ctx context.Context, name string) (*Manifest, error) {
+// checkRef refuses, by the client's HeadBook, a HEAD (snap "") older
+// than the newest seen, or a ref of snapshot snap other than the one
+// seen (ErrRollback).
+func (c *Client) checkRef(snap string, ref Ref, found bool) error {
+	if snap == "" {
+		return c.checkHead(nil, "", ref, found)
+	}
+	return c.checkSnapshot(nil, "", snap, ref, found)
+}
+
+// noteRef records ref as the HEAD seen (snap "") or as snapshot snap's.
+func (c *Client) noteRef(cfg *Config, remote, snap string, ref Ref) error {
+	if snap == "" {
+		return c.noteHead(cfg, remote, ref)
+	}
+	return c.noteSnapshot(cfg, remote, snap, ref)
+}
+
+// Snapshot reads the manifest of the remote's HEAD, or of snapshot name
+// (a lazy mount). A HEAD older than the newest the client's HeadBook
+// has seen, or a snapshot ref other than the one seen, is refused
+// (ErrRollback) unless force; the ref read is noted as seen.
+func (c *Client) Snapshot(ctx context.Context, name string, force bool) (*Manifest, error) {
 	rel := "HEAD"
 	if name != "" {
 		rel = "snapshots/" + snapKey(name)
 	}
 	ref, _, err := c.getRef(ctx, rel)
-	if rel == "HEAD" && (err == nil || errors.Is(err, errNotFound)) {
-		if rerr := c.checkHead(nil, "", ref, err == nil); rerr != nil {
+	if !force && (err == nil || errors.Is(err, errNotFound)) {
+		if rerr := c.checkRef(name, ref, err == nil); rerr != nil {
 			return nil, rerr
 		}
 	}
@@ -324,6 +341,9 @@ func (c *Client) Snapshot(ctx context.Context, name string) (*Manifest, error) {
 	}
 	if m.Root != ref.Root || m.Generation != ref.Generation {
 		return nil, fmt.Errorf("%s: %w: manifest %s has root %s, generation %d; its ref says %s, %d", c.loc, ErrFormat, short(ref.Manifest), short(m.Root), m.Generation, short(ref.Root), ref.Generation)
+	}
+	if err := c.noteRef(nil, "", name, ref); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

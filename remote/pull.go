@@ -23,7 +23,8 @@ type PullOptions struct {
 	Remote   string // the remote's name in ws's remotes file
 	Snapshot string // "" is the HEAD
 	// Force discards changes made to ws since it last synced, and
-	// accepts a HEAD older than the newest seen (ErrRollback otherwise).
+	// accepts a HEAD older than the newest seen, or a snapshot ref other
+	// than the one seen (ErrRollback otherwise).
 	Force    bool
 	Progress func(Progress)
 	// Apply moves the live tree (the FS's ApplyTree if nil).
@@ -94,8 +95,14 @@ func PullFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PullOption
 	if err != nil && !errors.Is(err, errNotFound) {
 		return nil, fmt.Errorf("pull %s: %w", c.loc, err)
 	}
-	if rel == "HEAD" && !opts.Force {
-		if rerr := c.checkHead(cfg, opts.Remote, ref, err == nil); rerr != nil {
+	if !opts.Force {
+		var rerr error
+		if rel == "HEAD" {
+			rerr = c.checkHead(cfg, opts.Remote, ref, err == nil)
+		} else {
+			rerr = c.checkSnapshot(cfg, opts.Remote, opts.Snapshot, ref, err == nil)
+		}
+		if rerr != nil {
 			return nil, fmt.Errorf("pull: %w", rerr)
 		}
 	}
@@ -104,7 +111,7 @@ func PullFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PullOption
 	}
 	note := func() error {
 		if rel != "HEAD" {
-			return nil
+			return c.noteSnapshot(cfg, opts.Remote, opts.Snapshot, ref)
 		}
 		return c.noteHead(cfg, opts.Remote, ref)
 	}

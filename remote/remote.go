@@ -99,6 +99,10 @@ type Config struct {
 	// Heads are the newest HEAD seen on each remote (by name): a HEAD
 	// older than it is refused (ErrRollback).
 	Heads map[string]HeadSeen `json:"heads,omitempty"`
+	// Snaps are the refs of pushed snapshots seen on each remote (by
+	// remote name, then snapshot name): a ref that changed is refused
+	// (ErrRollback; heads.go).
+	Snaps map[string]map[string]HeadSeen `json:"snapshots_seen,omitempty"`
 }
 
 // ConfigPath is the remotes file of workspace ws.
@@ -423,9 +427,10 @@ func (c *Client) has(ctx context.Context, key string) (bool, error) {
 var ErrConflict = errors.New("remote changed")
 
 // ErrRollback is the cause of a transfer refused because the remote's
-// HEAD is older than one this workspace (or this user) saw there: the
-// remote, or someone with access to its bucket, rolled it back.
-var ErrRollback = errors.New("remote HEAD rolled back")
+// HEAD is older than one this workspace (or this user) saw there, or a
+// pushed snapshot's ref is not the one seen (heads.go): the remote, or
+// someone with access to its bucket, rolled it back or rewrote it.
+var ErrRollback = errors.New("remote ref rolled back")
 
 // put writes an object. ifMatch, if set, makes it conditional on the
 // object's ETag ("*" for: only if absent, sent as If-None-Match).

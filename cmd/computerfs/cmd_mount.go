@@ -56,6 +56,7 @@ func newMountCmd(e *env) *cobra.Command {
 	f.StringVar(&o.lazy.keyFile, "key-file", "", "--remote: the key of an encrypted remote")
 	f.StringVar(&o.lazy.snapshot, "snapshot", "", "--remote: the pushed snapshot (default: the remote's HEAD)")
 	f.BoolVar(&o.lazy.noClone, "no-clone", false, "--remote: do not clone WORKSPACE in the background: only what is read is fetched")
+	f.BoolVar(&o.lazy.force, "force", false, "--remote: mount even if the remote's HEAD is older than the newest seen there, or the snapshot's ref is not the one seen (rolled back)")
 	return c
 }
 

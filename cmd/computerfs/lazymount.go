@@ -15,7 +15,7 @@ import (
 // lazyMountOpts are the options of computerfs mount --remote.
 type lazyMountOpts struct {
 	url, endpoint, region, keyFile, snapshot string
-	noClone                                  bool
+	noClone, force                           bool
 }
 
 func runLazyMount(ctx context.Context, e *env, o lazyMountOpts, ws, mnt string) error {
@@ -36,7 +36,7 @@ func runLazyMount(ctx context.Context, e *env, o lazyMountOpts, ws, mnt string) 
 	if err != nil {
 		return err
 	}
-	m, err := c.Snapshot(ctx, o.snapshot)
+	m, err := c.Snapshot(ctx, o.snapshot, o.force)
 	if err != nil {
 		return transferError(err)
 	}
@@ -58,7 +58,7 @@ func runLazyMount(ctx context.Context, e *env, o lazyMountOpts, ws, mnt string) 
 		cloned <- nil
 	} else {
 		go func() {
-			_, err := remote.Clone(cctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: "origin", Remote: r, KeepSpool: true})
+			_, err := remote.Clone(cctx, c, ws, remote.CloneOptions{Snapshot: o.snapshot, RemoteName: "origin", Remote: r, KeepSpool: true, Force: o.force})
 			if err == nil {
 				fmt.Fprintf(e.stdout, "computerfs: cloned into %s (root %s verified); unmount and mount it for a writable workspace\n", ws, m.Root)
 			} else if cctx.Err() == nil {

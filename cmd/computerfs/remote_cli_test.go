@@ -502,6 +502,71 @@ func TestHeadRollbackCLI(t *testing.T) {
 	if got := mustCLI(t, home, "fs", "cat", "-w", other, "/x").stdout; got != "one\n" {
 		t.Errorf("x after pull --force of the old HEAD: %q", got)
 	}
+	if fuseOK() {
+		// The lazy mount's --force, as clone's and pull's.
+		if err := os.WriteFile(headFile, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lmnt := filepath.Join(filepath.Dir(ws), "lazy")
+		p := startMount(t, home, filepath.Join(filepath.Dir(ws), "lazy.cfs"), lmnt, "--remote", "s3://cfs/rb", "--endpoint", s.Endpoint, "--force", "--no-clone")
+		checkFile(t, filepath.Join(lmnt, "x"), []byte("one\n"))
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p.wait(t, 30*time.Second); code != 0 {
+			t.Errorf("lazy mount --force exit %d\n%s", code, p.output())
+		}
+	}
+}
+
+// TestSnapshotRefRollbackCLI: a pushed snapshot's ref rewritten in the
+// server's backing directory (to another push's ref: another root and
+// generation) is refused by pull --snapshot, clone --snapshot (through
+// the user's book) and a lazy mount --snapshot with exit 4 saying it
+// was rolled back; --force accepts it on each.
+func TestSnapshotRefRollbackCLI(t *testing.T) {
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, _ := tempWorkspace(t)
+	dir := filepath.Dir(ws)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/sr", "--endpoint", s.Endpoint)
+	mustCLIIn(t, home, "one\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "snapshot", "create", ws, "first")
+	mustCLI(t, home, "push", "-w", ws, "--snapshot", "first")
+	mustCLIIn(t, home, "two\n", "fs", "write", "-w", ws, "/x")
+	mustCLI(t, home, "snapshot", "create", ws, "rel")
+	mustCLI(t, home, "push", "-w", ws, "--snapshot", "rel")
+	other := filepath.Join(dir, "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/sr", other, "--endpoint", s.Endpoint, "--snapshot", "first")
+	mustCLI(t, home, "pull", "-w", other, "--snapshot", "rel")
+	relFile := filepath.Join(s.Dir(), "cfs", "sr", "snapshots", "rel")
+	first, err := os.ReadFile(filepath.Join(s.Dir(), "cfs", "sr", "snapshots", "first"))
+	if err != nil {
+		t.Fatalf("the snapshot ref in versitygw's directory: %v", err)
+	}
+	if err := os.WriteFile(relFile, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"pull", "-w", other, "--snapshot", "rel"},
+		{"clone", "s3://cfs/sr", filepath.Join(dir, "third.cfs"), "--endpoint", s.Endpoint, "--snapshot", "rel"},
+		{"mount", "--remote", "s3://cfs/sr", "--endpoint", s.Endpoint, "--snapshot", "rel", filepath.Join(dir, "lazy.cfs"), filepath.Join(dir, "lazy")},
+	} {
+		if r := cli(t, home, args...); r.code != 4 || !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "snapshot rel") || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("%s --snapshot over a rewritten ref: want exit 4 saying so\n%v", args[0], r)
+		}
+	}
+	mustCLI(t, home, "clone", "s3://cfs/sr", filepath.Join(dir, "third.cfs"), "--endpoint", s.Endpoint, "--snapshot", "rel", "--force")
+	if got := mustCLI(t, home, "fs", "cat", "-w", filepath.Join(dir, "third.cfs"), "/x").stdout; got != "one\n" {
+		t.Errorf("x after clone --force of the rewritten ref: %q", got)
+	}
+	mustCLI(t, home, "pull", "-w", other, "--snapshot", "rel", "--force")
+	if got := mustCLI(t, home, "fs", "cat", "-w", other, "/x").stdout; got != "one\n" {
+		t.Errorf("x after pull --force of the rewritten ref: %q", got)
+	}
 }
 
 // TestSyncResumesAfterPullCLI: a daemon syncing with --push-every stops
@@ -568,4 +633,10 @@ func TestSyncResumesAfterPullCLI(t *testing.T) {
 	if !clonesWith("b", "from the other host\n") {
 		t.Error("the push after the pull lost the other host's file")
 	}
+}
+
+// fuseOK says whether mounts can run here (needFUSE skips otherwise).
+func fuseOK() bool {
+	_, err := os.Stat("/dev/fuse")
+	return os.Geteuid() == 0 && err == nil
 }
