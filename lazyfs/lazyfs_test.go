@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/internal/s3test"
 	"github.com/computerfs/computerfs/remote"
@@ -141,5 +144,78 @@ func TestLazyMount(t *testing.T) {
 	}
 	if crep.Root != rep.Root {
 		t.Errorf("clone root %s, want %s", crep.Root, rep.Root)
+	}
+}
+
+// TestLazyMountDamage: a chunk object altered on the server is never
+// served by a lazy mount: reading its file fails with EIO (checked
+// against its content ID), nothing of it is spooled, and the other
+// files read whole.
+func TestLazyMountDamage(t *testing.T) {
+	needFUSE(t)
+	ctx := context.Background()
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws.cfs")
+	const cs = 64 << 10
+	f, err := fs.Open(ws, fs.Options{ChunkSize: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"good": random(2*cs, 1), "bad": random(2*cs+10, 2)}
+	for name, data := range files {
+		a, err := f.Create(fs.Caller{}, fs.RootIno, name, fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(ctx, a.Ino, 0, data, false); err != nil {
+			t.Fatal(err)
+		}
+		f.Release(a.Ino)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loc, _ := remote.ParseURL("s3://cfs/ws")
+	cl, err := remote.NewClient(ctx, loc, remote.ClientOptions{Endpoint: s.Endpoint, Region: s.Region,
+		Credentials: credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Push(ctx, ws, cl, remote.PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	// The second chunk of bad, altered where the server keeps it.
+	id := chunkstore.Sum(files["bad"][cs : 2*cs])
+	obj := filepath.Join(s.Dir(), "cfs", "chunks", id.String()[:2], id.String())
+	b, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 1
+	if err := os.WriteFile(obj, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cl.Snapshot(ctx, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	spool := remote.SpoolDir(filepath.Join(dir, "clone.cfs"))
+	lm, err := New(m, cl, mnt, Options{Spool: spool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Unmount()
+	if got, err := os.ReadFile(filepath.Join(mnt, "good")); err != nil || !bytes.Equal(got, files["good"]) {
+		t.Errorf("good through the lazy mount: %d bytes, %v", len(got), err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "bad")); !errors.Is(err, syscall.EIO) {
+		t.Errorf("bad through the lazy mount: %v, want EIO", err)
+	}
+	if _, err := os.Stat(filepath.Join(spool, id.String())); !os.IsNotExist(err) {
+		t.Errorf("the altered chunk was spooled: %v", err)
 	}
 }

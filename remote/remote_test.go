@@ -371,7 +371,9 @@ func TestPushConflict(t *testing.T) {
 
 // TestDamagedRemote: a chunk object deleted and another altered on the
 // server fail a clone, naming the files that hold them; nothing is
-// installed.
+// installed. A pull of a missing or altered chunk fails the same way,
+// the workspace untouched; an altered or missing manifest fails pull,
+// clone and a lazy mount.
 func TestDamagedRemote(t *testing.T) {
 	ctx := context.Background()
 	s := s3test.Start(t)
@@ -441,6 +443,69 @@ func TestDamagedRemote(t *testing.T) {
 	}
 	if _, after := readWS(t, first); after != before {
 		t.Errorf("failed pull changed the workspace: root %s, was %s", after, before)
+	}
+	fsck(t, first)
+
+	// A pull whose new chunk was altered: refused by its content ID,
+	// naming the file, the workspace untouched.
+	writeWS(t, ws, map[string][]byte{"new/other": bytes.Repeat([]byte("o"), 3000)})
+	if _, err := Push(ctx, ws, c, PushOptions{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	p = obj(bytes.Repeat([]byte("o"), 3000))
+	if b, err = os.ReadFile(p); err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Pull(ctx, first, c, PullOptions{Remote: "origin"})
+	if !errors.As(err, &de) || len(de.Corrupt) != 1 || !strings.Contains(strings.Join(de.Paths, " "), "/new/other") {
+		t.Errorf("pull of an altered chunk: %v, want a DamageError naming /new/other", err)
+	}
+	if _, after := readWS(t, first); after != before {
+		t.Errorf("failed pull changed the workspace: root %s, was %s", after, before)
+	}
+
+	// The manifest HEAD names altered, then missing: pull, clone and a
+	// lazy mount's read of it refuse it (its ID is the hash of its
+	// bytes), nothing installed or changed.
+	head, _, err := c.getRef(ctx, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfile := filepath.Join(s.Dir(), "cfs", c.manifestKey(head.Manifest))
+	mb, err := os.ReadFile(mfile)
+	if err != nil {
+		t.Fatalf("the manifest in versitygw's directory: %v", err)
+	}
+	for _, damage := range []string{"altered", "missing"} {
+		if damage == "altered" {
+			bad := bytes.Clone(mb)
+			bad[len(bad)/2] ^= 1
+			if err := os.WriteFile(mfile, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Remove(mfile); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Pull(ctx, first, c, PullOptions{Remote: "origin"}); err == nil || !strings.Contains(err.Error(), "manifest") {
+			t.Errorf("pull of an %s manifest: %v", damage, err)
+		}
+		if _, after := readWS(t, first); after != before {
+			t.Errorf("pull of an %s manifest changed the workspace", damage)
+		}
+		cl := filepath.Join(dir, "m-"+damage+".cfs")
+		if _, err := Clone(ctx, c, cl, CloneOptions{}); err == nil || !strings.Contains(err.Error(), "manifest") {
+			t.Errorf("clone of an %s manifest: %v", damage, err)
+		}
+		if _, err := os.Stat(cl); !os.IsNotExist(err) {
+			t.Errorf("clone of an %s manifest installed: %v", damage, err)
+		}
+		if _, err := c.Snapshot(ctx, "", false); err == nil || !strings.Contains(err.Error(), "manifest") {
+			t.Errorf("lazy mount of an %s manifest: %v", damage, err)
+		}
 	}
 	fsck(t, first)
 }
