@@ -542,3 +542,89 @@ func TestHoldsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsReleasedByNextApply: holds a pull left in an open workspace
+// (its own release failed) are released by the next apply, by recount,
+// while that apply's own holds stay until its commit.
+func TestHoldsReleasedByNextApply(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openSmallChunks(t)
+	defer src.Close()
+	putFile(t, src, RootIno, "s", bytes.Repeat([]byte{3}, 2*4096))
+	snap, err := src.CreateSnapshot(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []TreeRecord
+	if _, err := ExportSnapshot(src.Store(), "s", func(r TreeRecord) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	chunkOf := func(id chunkstore.ID) ([]byte, error) {
+		var out []byte
+		err := src.Store().View(func(tx *chunkstore.Tx) error {
+			d, err := tx.Get(id, nil)
+			out = bytes.Clone(d)
+			return err
+		})
+		return out, err
+	}
+	dst, path := openSmallChunks(t)
+	putFile(t, dst, RootIno, "x", bytes.Repeat([]byte{7}, 4096))
+	if err := dst.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A dead hold on x's chunk and on a chunk only it holds.
+	orphan := bytes.Repeat([]byte{8}, 4096)
+	if err := dst.Store().Update(func(tx *chunkstore.Tx) error {
+		var x chunkstore.ID
+		if err := tx.Sealed(bucketChunks).ForEach(func(_, v []byte) error { x = chunkstore.ID(v); return nil }); err != nil {
+			return err
+		}
+		if err := tx.Ref(x); err != nil {
+			return err
+		}
+		p := chunkstore.Prepare(orphan, nil)
+		if _, err := tx.Put(&p); err != nil {
+			return err
+		}
+		return putHold(tx, 42, 0, []chunkstore.ID{x, p.ID})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var during []uint64
+	if _, _, _, err := dst.ApplyTree(ctx, recs, chunkOf, ApplyTreeOptions{Root: snap.Root, Snapshot: "p", Batched: func(int, int) {
+		dst.Store().View(func(tx *chunkstore.Tx) error {
+			return holdChunkRefs(tx, func(r holdRecord, _ chunkstore.ID) { during = append(during, r.Hold) })
+		})
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range during {
+		if h == 42 {
+			t.Error("the dead hold was still there during the next apply")
+		}
+	}
+	if len(during) == 0 {
+		t.Error("the apply's own hold was not recorded")
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := chunkstore.Open(path, chunkstore.Options{Logger: quietLog(), MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if cr, err := Check(st, false); err != nil || len(cr.Problems) > 0 {
+		t.Fatalf("fsck: %v %v", err, cr.Problems)
+	}
+	st.View(func(tx *chunkstore.Tx) error {
+		if tx.Bucket(bucketHolds) != nil {
+			t.Error("holds left")
+		}
+		if ok, _ := tx.Has(chunkstore.Sum(orphan)); ok {
+			t.Error("the chunk only the dead hold held was kept")
+		}
+		return nil
+	})
+}
