@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/s3test"
+	"github.com/computerfs/computerfs/remote"
 )
 
 // TestRemoteCLI: a workspace written through a real FUSE mount is
@@ -639,4 +642,103 @@ func TestSyncResumesAfterPullCLI(t *testing.T) {
 func fuseOK() bool {
 	_, err := os.Stat("/dev/fuse")
 	return os.Geteuid() == 0 && err == nil
+}
+
+// TestPullKilledDaemonCLI: the daemon killed with SIGKILL while it
+// pulls (through it, live) a change of 144 MiB, at a random moment once
+// every chunk is downloaded (as it puts its 64 MiB batches and applies
+// the tree), three times: each time the store is fsck-clean as the kill
+// left it, the next pull (offline: its open releases what the killed
+// one held) completes on the pushed root, and fsck and gc find nothing
+// to report, free or correct.
+func TestPullKilledDaemonCLI(t *testing.T) {
+	needFUSE(t)
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	home, ws, _ := tempWorkspace(t)
+	dir := filepath.Dir(ws)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/pk", "--endpoint", s.Endpoint)
+	mustCLIIn(t, home, "base\n", "fs", "write", "-w", ws, "/base")
+	mustCLI(t, home, "push", "-w", ws)
+	other := filepath.Join(dir, "other.cfs")
+	mustCLI(t, home, "clone", "s3://cfs/pk", other, "--endpoint", s.Endpoint)
+	for i := range 3 {
+		mustCLIIn(t, home, string(randomData(48<<20, uint64(30+i))), "fs", "write", "-w", other, fmt.Sprintf("/big%d", i))
+	}
+	var pushed struct{ Root string }
+	if err := json.Unmarshal([]byte(mustCLI(t, home, "push", "-w", other, "--json").stdout), &pushed); err != nil {
+		t.Fatal(err)
+	}
+	hit := 0
+	for round := range 3 {
+		rws := filepath.Join(dir, fmt.Sprintf("r%d.cfs", round))
+		for _, suffix := range []string{"", ".remotes.json"} {
+			b, err := os.ReadFile(ws + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(rws+suffix, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mnt := filepath.Join(dir, fmt.Sprintf("m%d", round))
+		pid := runDaemon(t, home, rws, mnt)
+		pull := exec.Command(cfsBin, "pull", "-w", rws)
+		pull.Env = append(os.Environ(), "COMPUTERFS_HOME="+home)
+		if err := pull.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- pull.Wait() }()
+		deadline := time.Now().Add(120 * time.Second)
+		for countFiles(remote.SpoolDir(rws)) < 144 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		delay := time.Duration(rand.Int64N(int64(1500 * time.Millisecond)))
+		time.Sleep(delay)
+		syscall.Kill(pid, syscall.SIGKILL)
+		if !waitGone(pid, 20*time.Second) {
+			t.Fatalf("daemon %d survived SIGKILL", pid)
+		}
+		<-done
+		detach(t, mnt)
+		held := false
+		st, err := chunkstore.Open(rws, chunkstore.Options{ReadOnly: true, MustExist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.View(func(tx *chunkstore.Tx) error { held = tx.Bucket([]byte("holds")) != nil; return nil })
+		st.Close()
+		if held {
+			hit++
+		}
+		t.Logf("round %d: killed %v after the downloads; holds left: %v", round, delay.Round(time.Millisecond), held)
+		fsckClean(t, home, rws)
+		var rep struct{ Root string }
+		if err := json.Unmarshal([]byte(mustCLI(t, home, "pull", "-w", rws, "--json").stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Root != pushed.Root {
+			t.Errorf("round %d: pulled root %s, want %s", round, rep.Root, pushed.Root)
+		}
+		fsckClean(t, home, rws)
+		var gc struct {
+			ChunksFreed   int `json:"chunks_freed"`
+			RefsCorrected int `json:"refs_corrected"`
+			BodiesFreed   int `json:"bodies_freed"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, home, "gc", rws, "--json").stdout), &gc); err != nil {
+			t.Fatal(err)
+		}
+		if gc.ChunksFreed+gc.RefsCorrected+gc.BodiesFreed != 0 {
+			t.Errorf("round %d: gc after the next pull: %+v", round, gc)
+		}
+		os.RemoveAll(rws)
+	}
+	t.Logf("%d of 3 kills left a pull's holds", hit)
 }
