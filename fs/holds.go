@@ -176,6 +176,12 @@ func holdChunkRefs(tx *chunkstore.Tx, fn func(r holdRecord, id chunkstore.ID)) e
 // the holds): nothing is freed on a guess. It reports how many holds
 // and chunks it released.
 func (f *FS) releaseDeadHolds() (holds, chunks int, err error) {
+	// Most opens and pulls find none: a read transaction says so
+	// without a commit (and its fsync).
+	var any bool
+	if err := f.view(func(tx *chunkstore.Tx) error { any = tx.Bucket(bucketHolds) != nil; return nil }); err != nil || !any {
+		return 0, 0, err
+	}
 	f.mu.Lock()
 	live := make(map[uint64]bool, len(f.liveHolds))
 	for h := range f.liveHolds {
