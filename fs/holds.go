@@ -235,8 +235,16 @@ func (f *FS) releaseDeadHolds() (holds, chunks int, err error) {
 			if refs == 0 {
 				continue // gone already (an older binary's gc)
 			}
-			if refs != counted[id] {
-				if err := tx.SetRefs(id, counted[id]); err != nil {
+			// One step at a time: Unref and Ref keep the chunk
+			// statistics as they go (SetRefs recomputes them from every
+			// chunk, per call).
+			for ; refs > counted[id]; refs-- {
+				if err := tx.Unref(id); err != nil {
+					return err
+				}
+			}
+			for ; refs < counted[id]; refs++ {
+				if err := tx.Ref(id); err != nil {
 					return err
 				}
 			}
