@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Rollback detection. Every push that moves HEAD gives it the next
@@ -102,7 +103,8 @@ func pruneSeen(m map[string]HeadSeen, in func(string) bool) {
 	if len(keys) <= maxSnapsSeen {
 		return
 	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]].At < m[keys[j]].At })
+	at := func(k string) time.Time { t, _ := time.Parse(time.RFC3339Nano, m[k].At); return t }
+	sort.Slice(keys, func(i, j int) bool { return at(keys[i]).Before(at(keys[j])) })
 	for _, k := range keys[:len(keys)-maxSnapsSeen] {
 		delete(m, k)
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -171,5 +173,33 @@ func TestSnapshotRefRollback(t *testing.T) {
 			}
 			fsck(t, b)
 		})
+	}
+}
+
+// TestSnapsSeenPruned: a remote's remembered snapshot refs are kept to
+// the newest maxSnapsSeen (by when they were seen), per remote.
+func TestSnapsSeenPruned(t *testing.T) {
+	cfg := &Config{}
+	base := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	for i := range maxSnapsSeen + 40 {
+		// Times in the same second with trailing zeros trimmed, as
+		// RFC 3339 writes them: ordered as times, not as strings.
+		at := base.Add(time.Duration(i) * 10 * time.Microsecond).Format(time.RFC3339Nano)
+		noteSnap(cfg, "origin", fmt.Sprintf("s%03d", i), HeadSeen{Manifest: "m", At: at})
+	}
+	noteSnap(cfg, "other", "kept", HeadSeen{Manifest: "m", At: base.Format(time.RFC3339Nano)})
+	if n := len(cfg.Snaps["origin"]); n != maxSnapsSeen {
+		t.Fatalf("%d snapshot refs kept, want %d", n, maxSnapsSeen)
+	}
+	for i := range 40 {
+		if _, ok := cfg.Snaps["origin"][fmt.Sprintf("s%03d", i)]; ok {
+			t.Errorf("s%03d, among the oldest, kept", i)
+		}
+	}
+	if _, ok := cfg.Snaps["origin"][fmt.Sprintf("s%03d", maxSnapsSeen+39)]; !ok {
+		t.Error("the newest dropped")
+	}
+	if _, ok := cfg.Snaps["other"]["kept"]; !ok {
+		t.Error("another remote's ref dropped")
 	}
 }

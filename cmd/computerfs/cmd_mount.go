@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -31,6 +33,9 @@ func newMountCmd(e *env) *cobra.Command {
 					return exitCode(exitUsage)
 				}
 				return runLazyMount(c.Context(), e, o.lazy, args[0], args[1])
+			}
+			if o.lazy.force {
+				return usageError{fmt.Errorf("--force applies to mount --remote (a rolled-back remote ref)")}
 			}
 			o.child = childArgs(c, args)
 			return runMount(c.Context(), e, o, args)
