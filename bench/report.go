@@ -390,9 +390,9 @@ func (r *Report) SeedSum() *SeedSum {
 // write prints the seed sum, one line per target.
 func (s *SeedSum) write(w io.Writer, baseline string) {
 	fmt.Fprintf(w, "\nsum of the medians of %d of the %d seed workloads (those before data/; ratio to %s's sum):\n", len(s.Workloads), s.Of, baseline)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for i, t := range s.Targets {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", t, formatSeconds(s.Seconds[i]), formatRatio(&s.Ratio[i]))
+	t := &table{right: []bool{false, true, true}}
+	for i, name := range s.Targets {
+		t.row("  "+name, formatSeconds(s.Seconds[i]), formatRatio(&s.Ratio[i]))
 	}
-	tw.Flush()
+	t.write(w)
 }
