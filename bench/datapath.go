@@ -45,6 +45,11 @@ func DataWorkloads() (ws []Workload, notes []string) {
 			},
 		})
 	}
+	if w, note := npmWorkload(); note != "" {
+		notes = append(notes, note)
+	} else {
+		ws = append(ws, w)
+	}
 	return ws, notes
 }
 

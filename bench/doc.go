@@ -17,7 +17,9 @@
 //     them down;
 //   - the data-path rows (data/*: fio 4 KiB random writes and cold random
 //     reads, 256 MiB cold sequential read and sequential write, a SQLite
-//     workload); cold means the page cache dropped and, on computerfs,
+//     workload, npm ci of a generated project from npm's cache, filled
+//     by a registry the bench serves on loopback while it prepares the
+//     input); cold means the page cache dropped and, on computerfs,
 //     the daemon's chunk cache and its map of the store too
 //     (fs.FS.DropCaches);
 //   - the runner: targets interleaved (A B C A B C ...), one uncounted
@@ -28,8 +30,8 @@
 //     and a driver for the real fio, whose numbers are shown beside ours;
 //   - the scale scenarios (daemon RSS while writing, write amplification,
 //     a million-file workspace), which run only when asked for;
-//   - the reports: a terminal table, a progress bar, JSON and an SVG bar
-//     chart.
+//   - the reports: a terminal table (with the sum of the seed workloads'
+//     medians per target), a progress bar, JSON and an SVG bar chart.
 //
 // It uses fs and fusefs only through their public APIs and changes neither.
 // The computerfs bench command is a thin door onto Run.

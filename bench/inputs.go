@@ -22,6 +22,7 @@ const (
 	NeedRandOdd = "randodd" // a random file of 64 MiB + 4099 bytes
 	NeedGitRepo = "gitrepo" // a ~1 MB git repository with several commits
 	NeedSrcTar  = "srctar"  // a tarball of a few thousand Go source files
+	NeedNpm     = "npm"     // a generated npm project and npm's cache of its packages (npm.go)
 )
 
 // RandSize is the size of the random input files.
@@ -42,6 +43,11 @@ type Inputs struct {
 	SrcTar  string // an uncompressed tarball of Go source trees
 	// SrcFiles is the number of regular files in SrcTar.
 	SrcFiles int
+	// NpmDir holds npm's cache and configuration for the npm row;
+	// NpmProject its package.json and package-lock.json, whose install
+	// writes NpmFiles files under node_modules.
+	NpmDir, NpmProject string
+	NpmFiles           int
 
 	log  *slog.Logger
 	done map[string]bool
@@ -56,14 +62,16 @@ func NewInputs(dir string, log *slog.Logger) (*Inputs, error) {
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	return &Inputs{
-		Dir:     dir,
-		Rand:    filepath.Join(dir, "rand-a"),
-		Rand2:   filepath.Join(dir, "rand-b"),
-		RandOdd: filepath.Join(dir, "rand-odd"),
-		GitRepo: filepath.Join(dir, "gitsrc"),
-		SrcTar:  filepath.Join(dir, "gosrc.tar"),
-		log:     log,
-		done:    map[string]bool{},
+		Dir:        dir,
+		Rand:       filepath.Join(dir, "rand-a"),
+		Rand2:      filepath.Join(dir, "rand-b"),
+		RandOdd:    filepath.Join(dir, "rand-odd"),
+		GitRepo:    filepath.Join(dir, "gitsrc"),
+		SrcTar:     filepath.Join(dir, "gosrc.tar"),
+		NpmDir:     filepath.Join(dir, "npm"),
+		NpmProject: filepath.Join(dir, "npm", "project"),
+		log:        log,
+		done:       map[string]bool{},
 	}, nil
 }
 
@@ -85,6 +93,8 @@ func (in *Inputs) Prepare(ctx context.Context, needs []string) error {
 			err = makeGitRepo(ctx, in.GitRepo)
 		case NeedSrcTar:
 			in.SrcFiles, err = makeSrcTar(ctx, in.SrcTar)
+		case NeedNpm:
+			in.NpmFiles, err = makeNpmProject(ctx, in)
 		default:
 			err = errors.New("unknown input")
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,47 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "tree-create") || !strings.Contains(table.String(), "1.00x") {
 		t.Errorf("table:\n%s", table.String())
+	}
+	if want := fmt.Sprintf("sum of the medians of 2 of the %d seed workloads", len(ShellWorkloads())); !strings.Contains(table.String(), want) {
+		t.Errorf("table without %q:\n%s", want, table.String())
+	}
+}
+
+// TestSeedSum sums the seed workloads that have a median on every target,
+// and nothing else: not a failed one, not a data/ row.
+func TestSeedSum(t *testing.T) {
+	med := func(v float64) *Summary { return &Summary{N: 1, Median: v, Min: v, Max: v} }
+	res := func(ext4, cfs float64, cfsErr string) []*TargetResult {
+		c := &TargetResult{Target: "computerfs", Primary: med(cfs), Error: cfsErr}
+		if cfsErr != "" {
+			c.Primary = nil
+		}
+		return []*TargetResult{{Target: "ext4", Primary: med(ext4)}, c}
+	}
+	r := &Report{Baseline: "ext4", Workloads: []*WorkloadResult{
+		{Name: "create-1000", Results: res(0.4, 0.3, "")},
+		{Name: "tree-find", Results: res(0.02, 0.2, "")},
+		{Name: "tree-rm", Results: res(0.3, 9, "boom")},
+		{Name: "data/sqlite", Results: res(1, 3, "")},
+		{Name: "data/fio-randwrite-4k", HigherIsBetter: true, Results: res(100, 10, "")},
+	}}
+	s := r.SeedSum()
+	if s == nil {
+		t.Fatal("no seed sum")
+	}
+	if strings.Join(s.Workloads, ",") != "create-1000,tree-find" || s.Of != len(ShellWorkloads()) {
+		t.Fatalf("summed %v of %d", s.Workloads, s.Of)
+	}
+	if math.Abs(s.Seconds[0]-0.42) > 1e-9 || math.Abs(s.Seconds[1]-0.5) > 1e-9 || s.Ratio[0] != 1 || math.Abs(s.Ratio[1]-0.5/0.42) > 1e-9 {
+		t.Fatalf("sums %v, ratios %v", s.Seconds, s.Ratio)
+	}
+	var b bytes.Buffer
+	s.write(&b, "ext4")
+	if !strings.Contains(b.String(), "1.19x") || !strings.Contains(b.String(), "2 of the") {
+		t.Errorf("printed:\n%s", b.String())
+	}
+	if (&Report{Workloads: []*WorkloadResult{{Name: "data/sqlite", Results: res(1, 2, "")}}}).SeedSum() != nil {
+		t.Error("a seed sum without seed workloads")
 	}
 }
 

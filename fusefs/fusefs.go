@@ -405,11 +405,22 @@ func caller(h *fuse.InHeader) fs.Caller {
 	return fs.Caller{Uid: h.Uid, Gid: h.Gid, Kernel: true}
 }
 
+// dirBlksize is a directory's st_blksize, as ext4's. glibc sizes a
+// directory stream's buffer by it (at least 32 KiB, at most 1 MiB), and
+// each getdents64 asks the kernel for that much, which asks us for as
+// much in READDIR(PLUS). With a file's 1 MiB, every opendir mapped 1 MiB
+// and every READDIR asked for a 1 MiB reply: a find over a fresh
+// 10x10x10 tree took 1.9x as long as with 4 KiB (TestBlksize).
+const dirBlksize = 4096
+
 func (r *rawFS) fillAttr(a *fs.Attr, out *fuse.Attr) {
 	out.Ino = uint64(a.Ino)
 	out.Size = a.Size
 	out.Blocks = a.Blocks
 	out.Blksize = 1 << 20
+	if a.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		out.Blksize = dirBlksize
+	}
 	out.Mode = a.Mode
 	out.Nlink = a.Nlink
 	out.Uid, out.Gid = a.Uid, a.Gid
