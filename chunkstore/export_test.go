@@ -45,3 +45,6 @@ func DowngradeToFormat2(tx *bolt.Tx) error {
 	}
 	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, 2))
 }
+
+// LeafReads counts the bodies and ranges read by pread of their leaf.
+func (s *Store) LeafReads() uint64 { return s.leafReads.Load() }
