@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"sync"
 
 	"golang.org/x/sys/unix"
 	"lukechampine.com/blake3/bao"
@@ -142,4 +143,53 @@ func (t *Tx) preadLeaf(id ID, e indexEntry, dst []byte) ([]byte, bool) {
 	}
 	t.s.leafReads.Add(1)
 	return dst, true
+}
+
+// outboardCacheMax is how many outboards the store keeps in memory: about
+// 4 KiB each for 1 MiB chunks, so 4 MiB for a working set of 1 GiB.
+const outboardCacheMax = 1024
+
+// outboardCache keeps the outboard values of chunks ReadAt read, by chunk
+// ID, so that a random read of a chunk read before costs one pread (its
+// groups) instead of two. An outboard is a function of the chunk's
+// plaintext, so an entry never goes stale, and it is verified with the
+// groups on every use (outboard.verify), so a damaged one is never
+// trusted: a range that does not verify through a cached outboard drops
+// it and is read again from the leaf.
+type outboardCache struct {
+	mu sync.Mutex
+	m  map[ID][]byte
+}
+
+func (c *outboardCache) get(id ID) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+func (c *outboardCache) put(id ID, v []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[ID][]byte, outboardCacheMax)
+	}
+	if len(c.m) >= outboardCacheMax {
+		for k := range c.m { // an arbitrary entry: map order is random
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = v
+}
+
+func (c *outboardCache) drop(id ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+func (c *outboardCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
 }

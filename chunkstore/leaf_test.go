@@ -94,3 +94,45 @@ func TestLeafReadDamage(t *testing.T) {
 		t.Errorf("the log does not name the chunk: %s", logs)
 	}
 }
+
+// TestOutboardCache checks that ReadAt keeps a chunk's outboard after its
+// first read, that DropCaches forgets it, and that a cached outboard that
+// does not verify (here: another chunk's) is dropped and the range read
+// from the leaf again, served right and without a report of damage.
+func TestOutboardCache(t *testing.T) {
+	log, logs := newLogger()
+	s := openStore(t, filepath.Join(t.TempDir(), "ws.cfs"), chunkstore.Options{Logger: log})
+	a, _ := put(t, s, randBytes(51, 1<<20))
+	b, _ := put(t, s, randBytes(52, 1<<20))
+	data := randBytes(51, 1<<20)
+	if s.CachedOutboard(a.ID) != nil {
+		t.Fatal("an outboard cached before any read")
+	}
+	for _, off := range []int{0, 500_000, 500_000} {
+		if r, err := readAt(s, a.ID, off, 4096); err != nil || !bytes.Equal(r, data[off:off+4096]) {
+			t.Fatalf("ReadAt at %d: %d bytes, %v", off, len(r), err)
+		}
+		if s.CachedOutboard(a.ID) == nil {
+			t.Fatalf("no outboard cached after a read at %d", off)
+		}
+	}
+	if err := s.DropCaches(); err != nil {
+		t.Fatal(err)
+	}
+	if s.CachedOutboard(a.ID) != nil {
+		t.Fatal("outboard still cached after DropCaches")
+	}
+	if _, err := readAt(s, b.ID, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	s.CacheOutboard(a.ID, bytes.Clone(s.CachedOutboard(b.ID)))
+	if r, err := readAt(s, a.ID, 700_000, 4096); err != nil || !bytes.Equal(r, data[700_000:704_096]) {
+		t.Fatalf("ReadAt through a wrong cached outboard: %d bytes, %v", len(r), err)
+	}
+	if got := s.CachedOutboard(a.ID); bytes.Equal(got, s.CachedOutboard(b.ID)) {
+		t.Error("the wrong outboard is still cached")
+	}
+	if logs.Len() > 0 {
+		t.Errorf("a wrong cached outboard was logged as damage: %s", logs)
+	}
+}

@@ -218,16 +218,21 @@ func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, er
 	}
 	l := rawLeafLayout(dataLen)
 	f := t.s.blockFile()
-	headp := t.s.blockBuf(l.obStart + l.obLen)
-	defer t.s.putBlockBuf(headp)
-	head := (*headp)[:l.obStart+l.obLen]
-	if m, err := f.ReadAt(head, pos); err != nil || m != len(head) {
-		return 0, false, nil
+	obv := t.s.outboards.get(id)
+	cached := obv != nil
+	if !cached {
+		headp := t.s.blockBuf(l.obStart + l.obLen)
+		defer t.s.putBlockBuf(headp)
+		head := (*headp)[:l.obStart+l.obLen]
+		if m, err := f.ReadAt(head, pos); err != nil || m != len(head) {
+			return 0, false, nil
+		}
+		if !checkLeafPrefix(head, pos, t.DB().Info().PageSize, l, dataLen) {
+			return 0, false, nil
+		}
+		obv = head[l.obStart:]
 	}
-	if !checkLeafPrefix(head, pos, t.DB().Info().PageSize, l, dataLen) {
-		return 0, false, nil
-	}
-	ob, err := decodeOutboard(head[l.obStart:], dataLen)
+	ob, err := decodeOutboard(obv, dataLen)
 	if err != nil {
 		return 0, false, nil
 	}
@@ -244,8 +249,16 @@ func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, er
 		return 0, true, t.corrupt(id, fmt.Errorf("read of bytes %d-%d of body %d: %d bytes, %v", lo, hi, e.Seq, m, err))
 	}
 	if !ob.verify(groups, lo, id) {
+		if cached {
+			// Not this leaf's layout or outboard after all: read it.
+			t.s.outboards.drop(id)
+			return t.readAtLeaf(id, e, off, dst)
+		}
 		m, err := t.readWhole(id, off, dst, fmt.Sprintf("bytes %d-%d do not verify through the outboard", lo, hi))
 		return m, true, err
+	}
+	if !cached {
+		t.s.outboards.put(id, bytes.Clone(obv))
 	}
 	return copy(dst[:n], groups[off-lo:]), true, nil
 }
