@@ -19,19 +19,19 @@ import (
 //
 // Touching that leaf through bbolt's map faults its first page in. bbolt
 // maps the file with MADV_RANDOM, so a fault on a cold page is a
-// synchronous read of that one page, and the chunk's own pread could
-// only start after it: one more disk round trip per chunk on the path of
-// every cold read (a cold 64 MiB read took 67-69 major faults in the
-// daemon through the map, 25-32 without; the rest are B-tree pages).
-// The bucket's root page id is in the bodies bucket's own leaf (which the
-// lookup reads anyway), so the leaf's place in the file is known without
-// touching it; these functions read it with pread instead, and check every field they rely on (page id, leaf flag,
-// element count, keys, lengths, the body header) before trusting it.
-// Anything else, such as a body stored before format 8 without an
-// outboard, a compressed body, or a layout that does not match, makes
-// them report false and the caller takes the path through the map, which
-// names any damage. What they read is verified against the chunk ID like
-// every body.
+// synchronous read of that one page, and the chunk's own pread could only
+// start after it: one more disk round trip per chunk on the path of every
+// cold read (a cold 64 MiB read took 67-69 major faults in the daemon
+// through the map, 25-32 without; the rest are B-tree pages). The bucket's
+// root page id is in the bodies bucket's own leaf (which the lookup reads
+// anyway), so the leaf's place in the file is known without touching it;
+// these functions read it with pread instead, and check every field they
+// rely on (page id, leaf flag, element count, keys, lengths, the body
+// header) before trusting it. Anything else, such as a body stored before
+// format 8 without an outboard, a compressed body, or a layout that does
+// not match, makes them report false and the caller takes the path through
+// the map, which names any damage. What they read is verified against the
+// chunk ID like every body.
 
 const (
 	leafPageHeaderSize = 16 // bbolt's page header: id, flags, count, overflow
