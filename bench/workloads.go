@@ -304,8 +304,11 @@ func fsyncPath(path string) error {
 // A workspace served by another process (a --target mount of a daemon)
 // gets its store paged out of that daemon's map from outside
 // (coldMountStore), so that its reads are as cold as ours; the daemon's
-// own cache of decoded chunks is not reached (it holds 8-16 chunks, which
-// a 64 MiB read evicts before it could hit them).
+// own caches are not reached: decoded chunks (8-16, which a 64 MiB read
+// evicts before it could hit them) and, since branch hread, the outboards
+// of chunks read at random (up to 1,024; a cold random-read row against
+// another daemon of that build reads one page less per chunk than it
+// would after a restart).
 // It needs root; without it the run is noted as warm.
 func dropCaches(e *Env) error {
 	if e.Target != nil && e.Target.FS != nil {
