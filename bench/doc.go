@@ -21,7 +21,9 @@
 //     by a registry the bench serves on loopback while it prepares the
 //     input); cold means the page cache dropped and, on computerfs,
 //     the daemon's chunk cache and its map of the store too
-//     (fs.FS.DropCaches);
+//     (fs.FS.DropCaches); a --target mount served by another daemon gets
+//     that daemon's map of its store paged out from outside
+//     (process_madvise MADV_PAGEOUT, cold.go);
 //   - the runner: targets interleaved (A B C A B C ...), one uncounted
 //     warm-up round, then the median, minimum and maximum of N runs and
 //     each target's ratio to the baseline (ext4);

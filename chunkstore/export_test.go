@@ -45,3 +45,12 @@ func DowngradeToFormat2(tx *bolt.Tx) error {
 	}
 	return meta.Put(keyFormat, binary.BigEndian.AppendUint32(nil, 2))
 }
+
+// LeafReads counts the bodies and ranges read by pread of their leaf.
+func (s *Store) LeafReads() uint64 { return s.leafReads.Load() }
+
+// CacheOutboard puts v in the store's outboard cache as chunk id's.
+func (s *Store) CacheOutboard(id ID, v []byte) { s.outboards.put(id, v) }
+
+// CachedOutboard returns the cached outboard of chunk id, or nil.
+func (s *Store) CachedOutboard(id ID) []byte { return s.outboards.get(id) }

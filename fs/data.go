@@ -1071,16 +1071,36 @@ func (f *FS) writeResult(written int, err error) (int, error) {
 // Read reads up to len(dest) bytes at off. Chunks not yet committed are read
 // from memory; committed ones are decoded and verified outside mu.
 func (f *FS) Read(ctx context.Context, ino Ino, off int64, dest []byte) (int, error) {
+	n, _, _, err := f.read(ctx, ino, off, dest, false)
+	return n, err
+}
+
+// ReadHeld is Read for a caller that can use the bytes where they are:
+// when the whole range lies in one stored chunk that the read decodes
+// whole into the chunk cache (a sequential read), data is a slice of the
+// cache's plaintext, which the caller must not modify and must stop using
+// when it calls release (exactly once); otherwise data is dest[:n],
+// copied as Read copies, and release is nil. It saves a copy of every
+// byte of a large sequential read.
+func (f *FS) ReadHeld(ctx context.Context, ino Ino, off int64, dest []byte) (data []byte, release func(), err error) {
+	n, held, release, err := f.read(ctx, ino, off, dest, true)
+	if err != nil || release != nil {
+		return held, release, err
+	}
+	return dest[:n], nil, nil
+}
+
+func (f *FS) read(ctx context.Context, ino Ino, off int64, dest []byte, hold bool) (int, []byte, func(), error) {
 	if off < 0 {
-		return 0, syscall.EINVAL
+		return 0, nil, nil, syscall.EINVAL
 	}
 	for attempt := 0; ; attempt++ {
-		n, retry, err := f.readOnce(ctx, ino, off, dest)
+		n, held, release, retry, err := f.readOnce(ctx, ino, off, dest, hold)
 		if !retry || attempt >= 50 {
-			return n, err
+			return n, held, release, err
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, nil, nil, err
 		}
 	}
 }
@@ -1091,23 +1111,23 @@ type pendingRead struct {
 	inChunk int
 }
 
-func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int, bool, error) {
+func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte, hold bool) (int, []byte, func(), bool, error) {
 	f.mu.Lock()
 	n, err := f.getNodeLocked(ino)
 	if err != nil {
 		f.mu.Unlock()
-		return 0, false, err
+		return 0, nil, nil, false, err
 	}
 	if n.attr.IsDir() {
 		f.maybeForgetLocked(n)
 		f.mu.Unlock()
-		return 0, false, syscall.EISDIR
+		return 0, nil, nil, false, syscall.EISDIR
 	}
 	size := int64(n.attr.Size)
 	if off >= size {
 		f.maybeForgetLocked(n)
 		f.mu.Unlock()
-		return 0, false, nil
+		return 0, nil, nil, false, nil
 	}
 	total := int(min(int64(len(dest)), size-off))
 	cs := int64(f.chunkSize)
@@ -1133,7 +1153,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 			id, ok, err := f.storedChunkLocked(n, idx)
 			if err != nil {
 				f.mu.Unlock()
-				return 0, false, err
+				return 0, nil, nil, false, err
 			}
 			if ok {
 				loads = append(loads, pendingRead{id: id, dest: out, inChunk: inChunk})
@@ -1154,18 +1174,22 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 				continue
 			}
 			if errors.Is(err, chunkstore.ErrNotFound) {
-				return 0, true, syscall.EIO // overwritten meanwhile: read again
+				return 0, nil, nil, true, syscall.EIO // overwritten meanwhile: read again
 			}
 			if !errors.Is(err, chunkstore.ErrNoOutboard) {
-				return 0, false, syscall.EIO
+				return 0, nil, nil, false, syscall.EIO
 			}
 		}
 		data, release, err := f.loadChunk(l.id)
 		if errors.Is(err, chunkstore.ErrNotFound) {
-			return 0, true, syscall.EIO // overwritten meanwhile: read again
+			return 0, nil, nil, true, syscall.EIO // overwritten meanwhile: read again
 		}
 		if err != nil {
-			return 0, false, syscall.EIO
+			return 0, nil, nil, false, syscall.EIO
+		}
+		if hold && len(loads) == 1 && len(l.dest) == total && l.inChunk+total <= len(data) {
+			// The whole reply, in the cache: lend it.
+			return total, data[l.inChunk : l.inChunk+total], release, false, nil
 		}
 		m := 0
 		if l.inChunk < len(data) {
@@ -1174,7 +1198,7 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte) (int
 		release()
 		clear(l.dest[m:])
 	}
-	return total, false, nil
+	return total, nil, nil, false, nil
 }
 
 // truncateLocked sets the size of a regular file, dropping chunks past the

@@ -989,11 +989,41 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fus
 		}
 		return fuse.ReadResultData(buf[:n]), fuse.OK
 	}
-	n, err := r.fs.Read(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), buf[:in.Size])
+	data, release, err := r.fs.ReadHeld(ctxOf(cancel), fs.Ino(in.NodeId), int64(in.Offset), buf[:in.Size])
+	n = len(data)
 	if err != nil {
 		return nil, errStatus(err)
 	}
-	return fuse.ReadResultData(buf[:n]), fuse.OK
+	if release != nil {
+		return &heldResult{data: data, release: release}, fuse.OK
+	}
+	return fuse.ReadResultData(data), fuse.OK
+}
+
+// heldResult replies to a READ straight from the workspace's chunk cache
+// (fs.FS.ReadHeld), without copying the bytes into the request's buffer.
+// go-fuse writes a result that has Slices with writev from the slices
+// themselves and calls Done after the write, which lets go of the cache
+// entry. Bytes, for a result written by other means, copies: go-fuse
+// calls Done on that path before it writes the bytes.
+type heldResult struct {
+	data    []byte
+	release func()
+}
+
+func (h *heldResult) Slices() ([][]byte, fuse.Status) { return [][]byte{h.data}, fuse.OK }
+func (h *heldResult) Bytes(buf []byte) ([]byte, fuse.Status) {
+	if cap(buf) < len(h.data) {
+		buf = make([]byte, len(h.data))
+	}
+	return buf[:copy(buf[:len(h.data)], h.data)], fuse.OK
+}
+func (h *heldResult) Size() int { return len(h.data) }
+func (h *heldResult) Done() {
+	if h.release != nil {
+		h.release()
+		h.release = nil
+	}
 }
 
 func (r *rawFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, code fuse.Status) {

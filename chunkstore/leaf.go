@@ -1,0 +1,194 @@
+package chunkstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+
+	"golang.org/x/sys/unix"
+	"lukechampine.com/blake3/bao"
+)
+
+// Reading a body's leaf with pread, never through bbolt's map.
+//
+// Each body has a bucket of its own (BodyValue) whose root is a single
+// leaf page with its overflow pages, contiguous in the file. For a raw
+// body stored with an outboard (format 8) bbolt lays it out as
+//
+//	page header (16) | 2 element headers (16 each) | "bao" | outboard | "body" | body header (37) | plaintext
+//
+// Touching that leaf through bbolt's map faults its first page in. bbolt
+// maps the file with MADV_RANDOM, so a fault on a cold page is a
+// synchronous read of that one page, and the chunk's own pread could only
+// start after it: one more disk round trip per chunk on the path of every
+// cold read (a cold 64 MiB read took 67-69 major faults in the daemon
+// through the map, 25-32 without; the rest are B-tree pages). The bucket's
+// root page id is in the bodies bucket's own leaf (which the lookup reads
+// anyway), so the leaf's place in the file is known without touching it;
+// these functions read it with pread instead, and check every field they
+// rely on (page id, leaf flag, element count, keys, lengths, the body
+// header) before trusting it. Anything else, such as a body stored before
+// format 8 without an outboard, a compressed body, or a layout that does
+// not match, makes them report false and the caller takes the path through
+// the map, which names any damage. What they read is verified against the
+// chunk ID like every body.
+
+const (
+	leafPageHeaderSize = 16 // bbolt's page header: id, flags, count, overflow
+	leafElementSize    = 16 // bbolt's leaf element: flags, pos, ksize, vsize
+	leafPageFlag       = 0x02
+)
+
+// leafLayout is where a raw body with an outboard lies in its leaf.
+type leafLayout struct {
+	obLen   int // the outboard value's length (group size byte included)
+	obStart int // offset of the outboard value in the leaf
+	hdrAt   int // offset of the body header
+	bodyAt  int // offset of the plaintext
+}
+
+// rawLeafLayout is the layout of a raw body of n bytes whose outboard has
+// this package's group size.
+func rawLeafLayout(n int) leafLayout {
+	ob := 1 + bao.EncodedSize(n, outboardGroupLog, true)
+	l := leafLayout{obLen: ob}
+	l.obStart = leafPageHeaderSize + 2*leafElementSize + len(keyOutboard)
+	l.hdrAt = l.obStart + ob + len(keyBody)
+	l.bodyAt = l.hdrAt + bodyHeaderSize
+	return l
+}
+
+// leafPos returns where body seq's leaf begins in the file, from its
+// bucket's root page id; false for a bucket stored inline or a page id
+// past the transaction's end.
+func (t *Tx) leafPos(seq uint64) (int64, bool) {
+	bodies := t.Bucket(bucketBodies)
+	if bodies == nil {
+		return 0, false
+	}
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], seq)
+	b := bodies.Bucket(key[:])
+	if b == nil {
+		return 0, false
+	}
+	root := uint64(b.Root())
+	ps := uint64(t.DB().Info().PageSize)
+	if root == 0 || ps == 0 || root >= uint64(t.Size())/ps {
+		return 0, false
+	}
+	return int64(root * ps), true
+}
+
+// checkLeafPrefix reports whether head, the first bytes of the leaf at
+// pos (at least up to the end of the outboard), is the leaf of a raw body
+// of dataLen bytes laid out as l says.
+func checkLeafPrefix(head []byte, pos int64, pageSize int, l leafLayout, dataLen int) bool {
+	if len(head) < l.obStart+l.obLen {
+		return false
+	}
+	ne := binary.NativeEndian
+	if ne.Uint64(head[0:]) != uint64(pos)/uint64(pageSize) || ne.Uint16(head[8:]) != leafPageFlag || ne.Uint16(head[10:]) != 2 {
+		return false
+	}
+	if (int(ne.Uint32(head[12:]))+1)*pageSize < l.bodyAt+dataLen {
+		return false
+	}
+	// element 0: "bao" and the outboard; element 1: "body" and the body.
+	e0, e1 := leafPageHeaderSize, leafPageHeaderSize+leafElementSize
+	if ne.Uint32(head[e0:]) != 0 || e0+int(ne.Uint32(head[e0+4:])) != l.obStart-len(keyOutboard) ||
+		int(ne.Uint32(head[e0+8:])) != len(keyOutboard) || int(ne.Uint32(head[e0+12:])) != l.obLen {
+		return false
+	}
+	if ne.Uint32(head[e1:]) != 0 || e1+int(ne.Uint32(head[e1+4:])) != l.hdrAt-len(keyBody) ||
+		int(ne.Uint32(head[e1+8:])) != len(keyBody) || int(ne.Uint32(head[e1+12:])) != bodyHeaderSize+dataLen {
+		return false
+	}
+	return bytes.Equal(head[l.obStart-len(keyOutboard):l.obStart], keyOutboard)
+}
+
+// preadLeaf reads raw body e (of chunk id) into dst with one preadv of
+// its leaf, header and outboard included, without touching the leaf
+// through bbolt's map. It reports false when it cannot (see above); the
+// caller then reads the body through the map. The plaintext is not yet
+// verified against id.
+func (t *Tx) preadLeaf(id ID, e indexEntry, dst []byte) ([]byte, bool) {
+	n := int(e.Len)
+	if e.Stored != e.Len || n < outboardMin || t.Writable() || t.s.rfile == nil {
+		return nil, false
+	}
+	pos, ok := t.leafPos(e.Seq)
+	if !ok {
+		return nil, false
+	}
+	l := rawLeafLayout(n)
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	headp := t.s.blockBuf(l.bodyAt)
+	defer t.s.putBlockBuf(headp)
+	head := (*headp)[:l.bodyAt]
+	got, err := unix.Preadv(int(t.s.rfile.Fd()), [][]byte{head, dst}, pos)
+	if err != nil || got != l.bodyAt+n {
+		return nil, false
+	}
+	if !checkLeafPrefix(head, pos, t.DB().Info().PageSize, l, n) || !bytes.Equal(head[l.hdrAt-len(keyBody):l.hdrAt], keyBody) {
+		return nil, false
+	}
+	h, err := decodeBodyHeader(head[l.hdrAt:l.bodyAt])
+	if err != nil || h.Codec != CodecRaw || int(h.Len) != n || h.ID != id {
+		return nil, false
+	}
+	t.s.leafReads.Add(1)
+	return dst, true
+}
+
+// outboardCacheMax is how many outboards the store keeps in memory: about
+// 4 KiB each for 1 MiB chunks, so 4 MiB for a working set of 1 GiB.
+const outboardCacheMax = 1024
+
+// outboardCache keeps the outboard values of chunks ReadAt read, by chunk
+// ID, so that a random read of a chunk read before costs one pread (its
+// groups) instead of two. An outboard is a function of the chunk's
+// plaintext, so an entry never goes stale, and it is verified with the
+// groups on every use (outboard.verify), so a damaged one is never
+// trusted: a range that does not verify through a cached outboard drops
+// it and is read again from the leaf.
+type outboardCache struct {
+	mu sync.Mutex
+	m  map[ID][]byte
+}
+
+func (c *outboardCache) get(id ID) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+func (c *outboardCache) put(id ID, v []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[ID][]byte, outboardCacheMax)
+	}
+	if len(c.m) >= outboardCacheMax {
+		for k := range c.m { // an arbitrary entry: map order is random
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = v
+}
+
+func (c *outboardCache) drop(id ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+func (c *outboardCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}
