@@ -189,6 +189,7 @@ type metaOps struct {
 	f    *FS
 	n    int
 	held map[Ino]uint64 // lookup references the kernel would hold
+	buf  []byte         // what files are written with
 }
 
 func (m *metaOps) op(err error) {
@@ -237,10 +238,13 @@ func (m *metaOps) newFile(dir Ino, name string, size int, off int64) Ino {
 	m.op(err)
 	m.held[a.Ino]++
 	m.getXattr(a.Ino)
-	buf := make([]byte, 4096)
-	for i := range buf {
-		buf[i] = byte('a' + i%26)
+	if m.buf == nil {
+		m.buf = make([]byte, 4096)
+		for i := range m.buf {
+			m.buf[i] = byte('a' + i%26)
+		}
 	}
+	buf := m.buf
 	for size > 0 {
 		n := min(size, len(buf))
 		_, err := m.f.Write(context.Background(), a.Ino, off, buf[:n], false)
