@@ -279,7 +279,7 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 		c := chunks.Cursor()
 		prefix := inoKey(t.ino)
 		start := chunkKey(t.ino, t.from)
-		for k, v, err := c.Seek(start); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(start) {
+		for k, v, err := c.SeekWithin(start, prefix); k != nil; k, v, err = c.SeekWithin(start, prefix) {
 			// A damaged record's chunk keeps a reference too many
 			// (fsck repairs counts): never unreference a misread ID.
 			var old []byte

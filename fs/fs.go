@@ -536,7 +536,7 @@ func (f *FS) deleteInode(tx *chunkstore.Tx, ino Ino, unref *[]chunkstore.ID) err
 // with whether a snapshot kept its version.
 func deletePrefix(b sealed.Bucket, prefix []byte, visit func(v []byte, damage error, kept bool)) error {
 	c := b.Cursor()
-	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Seek(prefix) {
+	for k, v, err := c.SeekWithin(prefix, prefix); k != nil; k, v, err = c.SeekWithin(prefix, prefix) {
 		if visit != nil {
 			v = bytes.Clone(v)
 		}
@@ -728,7 +728,7 @@ func scanListSum(tx *chunkstore.Tx, ino Ino) (listSum, error) {
 	var s listSum
 	prefix := inoKey(ino)
 	c := tx.Sealed(bucketChunks).Cursor()
-	for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Next() {
+	for k, v, err := c.SeekWithin(prefix, prefix); k != nil; k, v, err = c.NextWithin(prefix) {
 		if err != nil {
 			return s, err
 		}

@@ -294,7 +294,7 @@ func (f *FS) nameInDirLocked(dir, ino Ino) string {
 	f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(dir)
 		c := tx.Sealed(bucketDirents).Cursor()
-		for k, v, err := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v, err = c.Next() {
+		for k, v, err := c.SeekWithin(prefix, prefix); k != nil; k, v, err = c.NextWithin(prefix) {
 			if err != nil {
 				f.reportDamage(err) // a path is a hint: look on
 				continue

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bytes"
 	"errors"
 	"sort"
 	"strings"
@@ -518,7 +517,7 @@ func (f *FS) emptyLocked(n *node) (bool, error) {
 	err := f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(n.attr.Ino)
 		c := tx.Sealed(bucketDirents).Cursor()
-		for k, _, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _, err = c.Next() {
+		for k, _, err := c.SeekWithin(prefix, prefix); k != nil; k, _, err = c.NextWithin(prefix) {
 			if err != nil {
 				return err
 			}
@@ -766,7 +765,7 @@ func (f *FS) ListDir(ino Ino) ([]DirEntry, uint64, error) {
 	err = f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(ino)
 		c := tx.Sealed(bucketDirents).Cursor()
-		for k, v, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v, err = c.Next() {
+		for k, v, err := c.SeekWithin(prefix, prefix); k != nil; k, v, err = c.NextWithin(prefix) {
 			// A damaged entry fails the listing (EIO) rather than hide
 			// a file from it.
 			if err != nil {
@@ -871,7 +870,7 @@ func (f *FS) ReadDirAttrs(ino Ino, after string, limit int) ([]DirEntryAttr, err
 		var stored []DirEntry
 		prefix := inoKey(ino)
 		c := tx.Sealed(bucketDirents).Cursor()
-		for k, v, err := c.Seek(direntKey(ino, after)); k != nil && bytes.HasPrefix(k, prefix); k, v, err = c.Next() {
+		for k, v, err := c.SeekWithin(direntKey(ino, after), prefix); k != nil; k, v, err = c.NextWithin(prefix) {
 			if limit > 0 && len(stored) == limit {
 				break
 			}

@@ -131,7 +131,7 @@ func (f *FS) ListXattr(ino Ino) ([]string, error) {
 	err = f.view(func(tx *chunkstore.Tx) error {
 		prefix := inoKey(ino)
 		c := tx.Sealed(bucketXattrs).Cursor()
-		for k, _, err := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _, err = c.Next() {
+		for k, _, err := c.SeekWithin(prefix, prefix); k != nil; k, _, err = c.NextWithin(prefix) {
 			if err != nil {
 				return err
 			}

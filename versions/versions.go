@@ -43,8 +43,33 @@ var Buckets = [][]byte{BucketSnapEpochs, BucketHistory, BucketDeaths, BucketBirt
 // ids are the versioned buckets' one-byte ids, fixed by the format.
 var ids = map[string]byte{"inodes": 1, "dirents": 2, "fchunks": 3, "xattrs": 4, "fsums": 5}
 
-// ID is the id of a versioned bucket, or 0 if name is not one.
-func ID(name []byte) byte { return ids[string(name)] }
+// ID is the id of a versioned bucket, or 0 if name is not one. It is
+// asked of every record a commit writes and of every sealed bucket a
+// transaction opens: a switch on the length and the bytes costs a few
+// comparisons where the map's lookup hashed the name each time.
+func ID(name []byte) byte {
+	switch len(name) {
+	case 5:
+		if string(name) == "fsums" {
+			return 5
+		}
+	case 6:
+		switch string(name) {
+		case "inodes":
+			return 1
+		case "xattrs":
+			return 4
+		}
+	case 7:
+		switch string(name) {
+		case "dirents":
+			return 2
+		case "fchunks":
+			return 3
+		}
+	}
+	return 0
+}
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

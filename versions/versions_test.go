@@ -211,3 +211,17 @@ func TestBaseAndUnpinnedAfter(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIDMatchesTable checks ID's switch against the table of ids.
+func TestIDMatchesTable(t *testing.T) {
+	for name, id := range ids {
+		if got := ID([]byte(name)); got != id {
+			t.Errorf("ID(%q) = %d, want %d", name, got, id)
+		}
+	}
+	for _, name := range []string{"", "inode", "inodesx", "chunks", "journal", "orphans", "meta", "fsumz", "Inodes"} {
+		if got := ID([]byte(name)); got != 0 {
+			t.Errorf("ID(%q) = %d, want 0", name, got)
+		}
+	}
+}

@@ -108,6 +108,20 @@ func sum4(bucket, key, val []byte) uint32 { return sumFrom(0, bucket, key, val) 
 func sumFrom(seed uint32, bucket, key, val []byte) uint32 {
 	c := updateUvarint(seed, uint64(len(bucket)))
 	c = updateShort(c, bucket)
+	return sumKeyed(c, key, val)
+}
+
+// bucketSeed is format 5's seal over the bucket's name alone: the CRC
+// state every seal of the bucket's records starts from, which a Bucket
+// computes once (its records' seals then go on from it with sumKeyed)
+// instead of at every record.
+func bucketSeed(bucket []byte) uint32 {
+	return updateShort(updateUvarint(seed5, uint64(len(bucket))), bucket)
+}
+
+// sumKeyed goes on from a bucket's seed (bucketSeed) over the key and
+// val: sumKeyed(bucketSeed(bucket), key, val) == sum(bucket, key, val).
+func sumKeyed(c uint32, key, val []byte) uint32 {
 	c = updateUvarint(c, uint64(len(key)))
 	c = updateShort(c, key)
 	return crc32.Update(c, table, val)
@@ -164,8 +178,13 @@ func updateUvarint(crc uint32, n uint64) uint32 {
 // bucket, key, val and birth) to val and returns the sealed value. Give
 // val a spare capacity of Size to spare the copy.
 func Append(bucket, key, val []byte, birth uint64) []byte {
+	return appendSeeded(bucketSeed(bucket), key, val, birth)
+}
+
+// appendSeeded is Append of the bucket whose bucketSeed is seed.
+func appendSeeded(seed uint32, key, val []byte, birth uint64) []byte {
 	out := appendBirth(val, birth)
-	return binary.BigEndian.AppendUint32(out, sum(bucket, key, out))
+	return binary.BigEndian.AppendUint32(out, sumKeyed(seed, key, out))
 }
 
 // appendBirth appends birth as a uvarint written backwards: the byte
@@ -217,11 +236,16 @@ func Open(bucket, key, sealed []byte) ([]byte, error) {
 
 // OpenBirth is Open that also returns the epoch the value was born at.
 func OpenBirth(bucket, key, sealed []byte) ([]byte, uint64, error) {
+	return openSeeded(bucketSeed(bucket), bucket, key, sealed)
+}
+
+// openSeeded is OpenBirth of bucket, whose bucketSeed is seed.
+func openSeeded(seed uint32, bucket, key, sealed []byte) ([]byte, uint64, error) {
 	if len(sealed) < minSize {
 		return nil, 0, &DamageError{Bucket: string(bucket), Key: bytes.Clone(key), Why: fmt.Sprintf("value of %d bytes is shorter than its envelope", len(sealed))}
 	}
 	body := sealed[:len(sealed)-sealSize]
-	if got, want := sum(bucket, key, body), binary.BigEndian.Uint32(sealed[len(body):]); got != want {
+	if got, want := sumKeyed(seed, key, body), binary.BigEndian.Uint32(sealed[len(body):]); got != want {
 		return nil, 0, &DamageError{Bucket: string(bucket), Key: bytes.Clone(key), Why: fmt.Sprintf("checksum %08x, want %08x", got, want)}
 	}
 	val, birth, ok := splitBirth(body)
@@ -277,9 +301,13 @@ func SealFormat3(bucket, key, val []byte) []byte {
 type Bucket struct {
 	b     *bolt.Bucket
 	name  []byte
-	epoch uint64   // the birth epoch Put gives values
-	rec   Recorder // sees every version replaced or deleted; nil: none
-	watch Watcher  // sees every change, old and new; nil: none
+	epoch uint64 // the birth epoch Put gives values
+	// seed is bucketSeed(name) when seeded (In and InAt compute it
+	// once for all the bucket's records).
+	seed   uint32
+	seeded bool
+	rec    Recorder // sees every version replaced or deleted; nil: none
+	watch  Watcher  // sees every change, old and new; nil: none
 	// look finds the old value of a change: one cursor reused (bbolt's
 	// Get makes one per call, with its own allocations). Set by
 	// WithWatcher; repositioned by every Seek, so that writes between
@@ -359,7 +387,7 @@ func (b Bucket) notify(key []byte, old Found, val []byte, deleted bool) (bool, e
 	}
 	if b.watch != nil {
 		if old.raw != nil && !old.opened {
-			old.val, _, old.err = OpenBirth(b.name, key, old.raw)
+			old.val, _, old.err = b.open(key, old.raw)
 		}
 		b.watch.Watch(b.name, key, old.val, old.err != nil, val, deleted)
 	}
@@ -398,7 +426,7 @@ func (b Bucket) Find(key []byte) (Found, []byte, error) {
 	if v == nil {
 		return Found{}, nil, &DamageError{Bucket: string(b.name), Key: bytes.Clone(key), Why: "a nested bucket where a value belongs"}
 	}
-	val, _, err := OpenBirth(b.name, key, v)
+	val, _, err := b.open(key, v)
 	return Found{raw: v, val: val, err: err, opened: true, own: true}, val, err
 }
 
@@ -414,7 +442,7 @@ func (b Bucket) PutFound(key, val []byte, old Found) (kept bool, err error) {
 		return false, err
 	}
 	out := make([]byte, 0, len(val)+Size)
-	return kept, b.b.Put(key, Append(b.name, key, append(out, val...), b.epoch))
+	return kept, b.b.Put(key, b.seal(key, append(out, val...)))
 }
 
 // DeleteFound is DeleteKept of key, whose record old is as Find read it.
@@ -438,11 +466,31 @@ func (b Bucket) DeleteFound(key []byte, old Found) (kept bool, err error) {
 var ErrNoBucket = errors.New("bucket missing")
 
 // In returns the sealed bucket name of tx (a missing one if tx has none).
-func In(tx *bolt.Tx, name []byte) Bucket { return Bucket{b: tx.Bucket(name), name: name} }
+func In(tx *bolt.Tx, name []byte) Bucket {
+	return Bucket{b: tx.Bucket(name), name: name, seed: bucketSeed(name), seeded: true}
+}
 
 // InAt is In whose Put gives values birth epoch epoch.
 func InAt(tx *bolt.Tx, name []byte, epoch uint64) Bucket {
-	return Bucket{b: tx.Bucket(name), name: name, epoch: epoch}
+	return Bucket{b: tx.Bucket(name), name: name, epoch: epoch, seed: bucketSeed(name), seeded: true}
+}
+
+// sealSeed is bucketSeed(b.name), computed once if b was made so.
+func (b *Bucket) sealSeed() uint32 {
+	if !b.seeded {
+		b.seed, b.seeded = bucketSeed(b.name), true
+	}
+	return b.seed
+}
+
+// open is OpenBirth of one of b's records.
+func (b *Bucket) open(key, sealed []byte) ([]byte, uint64, error) {
+	return openSeeded(b.sealSeed(), b.name, key, sealed)
+}
+
+// seal is Append of one of b's records, born at b's epoch.
+func (b *Bucket) seal(key, val []byte) []byte {
+	return appendSeeded(b.sealSeed(), key, val, b.epoch)
 }
 
 // Raw is the underlying bucket, for what has no value to verify (its
@@ -476,7 +524,8 @@ func (b Bucket) Get(key []byte) ([]byte, error) {
 	if v == nil {
 		return nil, &DamageError{Bucket: string(b.name), Key: bytes.Clone(key), Why: "a nested bucket where a value belongs"}
 	}
-	return Open(b.name, key, v)
+	val, _, err := b.open(key, v)
+	return val, err
 }
 
 // Has says whether key holds a value (verified).
@@ -499,7 +548,7 @@ func (b Bucket) Put(key, val []byte) error {
 		return err
 	}
 	out := make([]byte, 0, len(val)+Size)
-	return b.b.Put(key, Append(b.name, key, append(out, val...), b.epoch))
+	return b.b.Put(key, b.seal(key, append(out, val...)))
 }
 
 // PutKept is Put that says whether the recorder kept the version it
@@ -515,7 +564,7 @@ func (b Bucket) PutKept(key, val []byte) (kept bool, err error) {
 		return false, err
 	}
 	out := make([]byte, 0, len(val)+Size)
-	return kept, b.b.Put(key, Append(b.name, key, append(out, val...), b.epoch))
+	return kept, b.b.Put(key, b.seal(key, append(out, val...)))
 }
 
 // DeleteKept is Delete that says whether the recorder kept the version
@@ -655,7 +704,7 @@ func (c *Cursor) open(k, v []byte) ([]byte, []byte, error) {
 	if v == nil {
 		return k, nil, &DamageError{Bucket: string(c.name), Key: bytes.Clone(k), Why: "a nested bucket where a value belongs"}
 	}
-	c.val, _, c.err = OpenBirth(c.name, k, v)
+	c.val, _, c.err = c.b.open(k, v)
 	if c.err != nil {
 		return k, nil, c.err
 	}
@@ -718,6 +767,50 @@ func (c *Cursor) Seek(key []byte) ([]byte, []byte, error) {
 		return c.m.seek(key, false)
 	}
 	return c.open(c.c.Seek(key))
+}
+
+// SeekWithin is Seek for a walk of the records whose keys start with
+// prefix (key itself starts with it): it moves to the first record at or
+// after key and returns it, or, when that record's key does not start
+// with prefix, no record (a nil key) without reading its value. A walk
+// by Seek would verify that one record more, which it then leaves: for
+// the walks of one inode's records (a removal visits its chunk list,
+// xattrs and entries, and most of these walks find nothing), that was
+// most of the values they verified. After a nil key, do not Delete.
+func (c *Cursor) SeekWithin(key, prefix []byte) ([]byte, []byte, error) {
+	if c.c == nil || c.m != nil {
+		k, v, err := c.Seek(key)
+		return cutWithin(k, v, err, prefix)
+	}
+	k, v := c.c.Seek(key)
+	return c.openWithin(k, v, prefix)
+}
+
+// NextWithin is Next for a walk as SeekWithin's.
+func (c *Cursor) NextWithin(prefix []byte) ([]byte, []byte, error) {
+	if c.c == nil || c.m != nil {
+		k, v, err := c.Next()
+		return cutWithin(k, v, err, prefix)
+	}
+	k, v := c.c.Next()
+	return c.openWithin(k, v, prefix)
+}
+
+// cutWithin is a verified step, or none outside prefix.
+func cutWithin(k, v []byte, err error, prefix []byte) ([]byte, []byte, error) {
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return nil, nil, nil
+	}
+	return k, v, err
+}
+
+// openWithin opens a raw step, or none outside prefix.
+func (c *Cursor) openWithin(k, v, prefix []byte) ([]byte, []byte, error) {
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		c.k, c.v, c.val, c.err = nil, nil, nil, nil
+		return nil, nil, nil
+	}
+	return c.open(k, v)
 }
 
 // Delete deletes the record under the cursor.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -261,6 +262,86 @@ func TestShortUpdates(t *testing.T) {
 	for _, bad := range [][]byte{bytes.Repeat([]byte{0x80}, 11), append([]byte{2}, bytes.Repeat([]byte{0xff}, 9)...)} {
 		if _, _, ok := splitBirth(bad); ok {
 			t.Errorf("splitBirth(%x) decoded", bad)
+		}
+	}
+}
+
+// TestBucketSeed checks that a seal computed from a bucket's seed is the
+// seal computed whole, for every length of name, key and value around
+// updateShort's 8-byte steps.
+func TestBucketSeed(t *testing.T) {
+	for nb := 0; nb < 20; nb++ {
+		for nk := 0; nk < 20; nk++ {
+			for _, nv := range []int{0, 1, 7, 8, 9, 64, 200} {
+				bucket, key, val := bytes.Repeat([]byte{'b'}, nb), bytes.Repeat([]byte{byte(nk)}, nk), bytes.Repeat([]byte{'v'}, nv)
+				if got, want := sumKeyed(bucketSeed(bucket), key, val), sum(bucket, key, val); got != want {
+					t.Fatalf("bucket %d, key %d, value %d bytes: seeded %08x, whole %08x", nb, nk, nv, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSeekWithin walks prefixes with SeekWithin and NextWithin: every
+// record under the prefix, verified, and none after it; a damaged record
+// after the prefix is not read, one within it is reported.
+func TestSeekWithin(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	name := []byte("b")
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(name)
+		if err != nil {
+			return err
+		}
+		for _, k := range []string{"a1", "a2", "b1", "b2", "c1"} {
+			if err := b.Put([]byte(k), Seal(name, []byte(k), []byte("v"+k), 1)); err != nil {
+				return err
+			}
+		}
+		// b2 is damaged, c1's seal is another key's.
+		if err := b.Put([]byte("b2"), []byte("garbage!")); err != nil {
+			return err
+		}
+		return b.Put([]byte("c1"), Seal(name, []byte("zz"), []byte("vc1"), 1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := func(from, prefix string) (keys []string, damaged []string) {
+		db.View(func(tx *bolt.Tx) error {
+			c := In(tx, name).Cursor()
+			for k, v, err := c.SeekWithin([]byte(from), []byte(prefix)); k != nil; k, v, err = c.NextWithin([]byte(prefix)) {
+				if err != nil {
+					damaged = append(damaged, string(k))
+					continue
+				}
+				if string(v) != "v"+string(k) {
+					t.Errorf("%s: value %q", k, v)
+				}
+				keys = append(keys, string(k))
+			}
+			return nil
+		})
+		return keys, damaged
+	}
+	for _, tc := range []struct {
+		from, prefix  string
+		keys, damaged string
+	}{
+		{"a", "a", "a1 a2", ""},
+		{"a2", "a", "a2", ""},
+		{"b", "b", "b1", "b2"},
+		{"c", "c", "", "c1"},
+		{"a3", "a", "", ""},
+		{"d", "d", "", ""},
+	} {
+		keys, damaged := walk(tc.from, tc.prefix)
+		if strings.Join(keys, " ") != tc.keys || strings.Join(damaged, " ") != tc.damaged {
+			t.Errorf("from %q within %q: %v, damaged %v; want %q, damaged %q", tc.from, tc.prefix, keys, damaged, tc.keys, tc.damaged)
 		}
 	}
 }
