@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/computerfs/computerfs/internal/mountinfo"
 )
 
 // Making another process's store cold.
@@ -53,12 +55,12 @@ func mountSource(dir string) (mountPoint, fstype, source string, err error) {
 		if len(pf) < 5 || len(qf) < 2 {
 			continue
 		}
-		mp := unescapeMountinfo(pf[4])
+		mp := mountinfo.Unescape(pf[4])
 		if mp != "/" && abs != mp && !strings.HasPrefix(abs, mp+"/") {
 			continue
 		}
 		if len(mp) >= len(mountPoint) { // later mounts hide earlier ones on the same point
-			mountPoint, fstype, source = mp, qf[0], unescapeMountinfo(qf[1])
+			mountPoint, fstype, source = mp, qf[0], mountinfo.Unescape(qf[1])
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -68,25 +70,6 @@ func mountSource(dir string) (mountPoint, fstype, source string, err error) {
 		return "", "", "", fmt.Errorf("no mount holds %s", abs)
 	}
 	return mountPoint, fstype, source, nil
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // fileMapping is a range of a process's address space that maps a file.

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/computerfs/computerfs/internal/mountinfo"
 )
 
 // resident counts the pages of b that are in memory (mincore).
@@ -104,8 +106,8 @@ func TestUnescapeMountinfo(t *testing.T) {
 		{`/bad\09`, `/bad\09`},
 		{`/end\`, `/end\`},
 	} {
-		if got := unescapeMountinfo(c.in); got != c.want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", c.in, got, c.want)
+		if got := mountinfo.Unescape(c.in); got != c.want {
+			t.Errorf("mountinfo.Unescape(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
