@@ -3,7 +3,11 @@ package fs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -106,4 +110,107 @@ func slicesIndex[T comparable](s []T, v T) int {
 		}
 	}
 	return -1
+}
+
+const spillWorkerEnv = "COMPUTERFS_SPILL_WORKER"
+
+// spillOpts are the options of TestSpillKill's workspace: a pool of 8
+// chunks, so that most chunks of its files go through the spill file.
+var spillOpts = Options{ChunkSize: 64 << 10, BufferBytes: 8 * (64 << 10), SpillBytes: 32 * (64 << 10)}
+
+// spillGen is generation gen of TestSpillKill's files: 40 chunks.
+func spillGen(gen int) []byte {
+	b := make([]byte, 40*(64<<10)+gen*123)
+	r := rand.New(rand.NewPCG(uint64(gen), 5))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// TestSpillKill kills a process writing files through the spill file at
+// random moments: every file whose fsync returned (named in a manifest
+// written after it) must hold exactly its bytes, and fsck must find the
+// store clean (killRounds).
+func TestSpillKill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	f, err := Open(path, Options{ChunkSize: spillOpts.ChunkSize, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	most := 0
+	killRounds(t, path, "TestSpillWorker", spillWorkerEnv, 500, 97, 1500, func(round int, f *FS) {
+		done, _ := os.ReadFile(path + ".done")
+		synced := strings.Fields(string(done))
+		most = max(most, len(synced))
+		for _, name := range synced {
+			var gen int
+			if _, err := fmt.Sscanf(name, "g%d", &gen); err != nil {
+				t.Fatalf("round %d: manifest entry %q", round, name)
+			}
+			a, err := f.Lookup(Caller{}, RootIno, name)
+			if err != nil {
+				t.Fatalf("round %d: %s was fsynced: %v", round, name, err)
+			}
+			got := make([]byte, a.Size+1)
+			n, err := f.Read(context.Background(), a.Ino, 0, got)
+			if want := spillGen(gen); err != nil || !bytes.Equal(got[:n], want) {
+				t.Fatalf("round %d: %s holds %d bytes (%v), not its %d", round, name, n, err, len(want))
+			}
+		}
+	})
+	if most == 0 {
+		t.Fatal("no fsync returned before a kill")
+	}
+	t.Logf("%d files fsynced by the last round", most)
+}
+
+// TestSpillWorker is TestSpillKill's writer (run as a subprocess): files
+// of 40 chunks, every other one fsynced and then named in path.done.
+func TestSpillWorker(t *testing.T) {
+	path := os.Getenv(spillWorkerEnv)
+	if path == "" {
+		t.Skip("run by TestSpillKill")
+	}
+	opts := spillOpts
+	opts.Logger = quietLog()
+	f, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := os.OpenFile(path+".done", os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, _ := os.ReadFile(path + ".done")
+	ctx := context.Background()
+	for gen := len(strings.Fields(string(prev))) * 2; ; gen++ {
+		name := fmt.Sprintf("g%d", gen)
+		a, err := f.Create(Caller{}, RootIno, name, NewNode{Mode: 0o100644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := spillGen(gen)
+		for off := 0; off < len(data); off += 64 << 10 {
+			if _, err := f.Write(ctx, a.Ino, int64(off), data[off:min(off+64<<10, len(data))], false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if gen%2 == 1 {
+			continue // left to the background commits
+		}
+		if err := f.Fsync(ctx, a.Ino); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Fsync(ctx, RootIno); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := done.WriteString(name + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := done.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
