@@ -386,7 +386,10 @@ func (f *FS) prepareSlot(s *slot, scratch []byte) {
 		p, hole := prepare(s, scratch)
 		f.mu.Lock()
 		spillSlot := -1
-		if !hole && p.Codec == chunkstore.CodecRaw && p.Value() != nil && !s.superseded {
+		// A merged slot (written in parts over a stored chunk: a
+		// database) stays in its buffer: the cache keeps it after its
+		// commit for the next merge (cleanAfterCommitLocked).
+		if !hole && p.Codec == chunkstore.CodecRaw && p.Value() != nil && !s.superseded && !s.merged {
 			spillSlot = f.takeSpillLocked()
 		}
 		f.mu.Unlock()
