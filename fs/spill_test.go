@@ -118,13 +118,12 @@ const spillWorkerEnv = "COMPUTERFS_SPILL_WORKER"
 // chunks, so that most chunks of its files go through the spill file.
 var spillOpts = Options{ChunkSize: 64 << 10, BufferBytes: 8 * (64 << 10), SpillBytes: 32 * (64 << 10)}
 
-// spillGen is generation gen of TestSpillKill's files: 40 chunks.
+// spillGen is generation gen of TestSpillKill's files: 24 chunks and a
+// bit.
 func spillGen(gen int) []byte {
-	b := make([]byte, 40*(64<<10)+gen*123)
-	r := rand.New(rand.NewPCG(uint64(gen), 5))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	b := make([]byte, 24*(64<<10)+gen*123)
+	r := rand.NewChaCha8([32]byte{byte(gen), byte(gen >> 8), byte(gen >> 16), 5})
+	r.Read(b)
 	return b
 }
 
@@ -140,7 +139,7 @@ func TestSpillKill(t *testing.T) {
 	}
 	f.Close()
 	most := 0
-	killRounds(t, path, "TestSpillWorker", spillWorkerEnv, 500, 97, 1500, func(round int, f *FS) {
+	killRounds(t, path, "TestSpillWorker", spillWorkerEnv, 800, 131, 2500, func(round int, f *FS) {
 		done, _ := os.ReadFile(path + ".done")
 		synced := strings.Fields(string(done))
 		most = max(most, len(synced))
@@ -167,7 +166,7 @@ func TestSpillKill(t *testing.T) {
 }
 
 // TestSpillWorker is TestSpillKill's writer (run as a subprocess): files
-// of 40 chunks, every other one fsynced and then named in path.done.
+// of 24 chunks, every other one fsynced and then named in path.done.
 func TestSpillWorker(t *testing.T) {
 	path := os.Getenv(spillWorkerEnv)
 	if path == "" {
