@@ -46,3 +46,29 @@ func BenchmarkEncodeOutboard(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkEncodeOutboardParallel(b *testing.B) {
+	b.SetBytes(1 << 20)
+	b.RunParallel(func(pb *testing.PB) {
+		data := make([]byte, 1<<20)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		for pb.Next() {
+			encodeOutboard(data)
+		}
+	})
+}
+
+func BenchmarkSumParallel(b *testing.B) {
+	b.SetBytes(1 << 20)
+	b.RunParallel(func(pb *testing.PB) {
+		data := make([]byte, 1<<20)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		for pb.Next() {
+			Sum(data)
+		}
+	})
+}

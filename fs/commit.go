@@ -38,6 +38,8 @@ type snapshot struct {
 	cpRecords int
 	// audit are the audit records that ride with this commit.
 	audit []auditOp
+	// spilled counts the spilled slots it took.
+	spilled int
 }
 
 type inodeSnap struct {
@@ -138,6 +140,8 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	// must, as the kernel writes back a file written without fsync.
 	spilled := 0
 	switch {
+	case f.draining > 0:
+		spilled = f.spillBatch
 	case f.syncWaiters > 0 || f.closed:
 		spilled = math.MaxInt
 	case f.quiet || f.spillReady >= f.spillSlots/2:
@@ -167,6 +171,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 					}
 					spilled--
 					f.spillReady--
+					snap.spilled++
 				}
 				if s.frame != nil {
 					f.readyBufs--
@@ -176,6 +181,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 			}
 		}
 	}
+	f.mostSpilled = max(f.mostSpilled, snap.spilled)
 	return snap
 }
 

@@ -1349,6 +1349,7 @@ func (f *FS) waitPreparedLocked(ctx context.Context, n *node) error {
 // handing it to the committer and waiting for its wake-up cost an fsync
 // two thread switches, each up to a scheduler tick on a loaded machine.
 func (f *FS) waitCommitLocked(ctx context.Context) error {
+	f.drainSpillLocked()
 	// Every snapshot taken while anyone waits here takes every prepared
 	// chunk, spilled or not (see takeSnapshotLocked).
 	f.syncWaiters++
@@ -1381,6 +1382,34 @@ func (f *FS) waitCommitLocked(ctx context.Context) error {
 		return f.broken
 	}
 	return nil
+}
+
+// drainSpillLocked commits the spilled chunks in commits of spillBatch
+// before a waiter's commit, which takes all of them: one commit of the
+// whole spill file would map all of it and have bbolt copy all of it
+// into pages of its own at once (512 MiB twice, where a commit of the
+// pool's chunks holds at most the pool). It gives up to a commit under
+// way first, and stops after as many commits as the spill held batches
+// when it began, so that a writer filling the spill as fast as it drains
+// cannot hold the waiter (its commit then takes the rest).
+func (f *FS) drainSpillLocked() {
+	for rounds := f.spillReady / max(f.spillBatch, 1); rounds > 0 && f.spillReady > f.spillBatch; rounds-- {
+		if f.broken != nil || f.closed {
+			return
+		}
+		// commitMu is taken before mu.
+		f.mu.Unlock()
+		f.commitMu.Lock()
+		f.mu.Lock()
+		if f.spillReady > f.spillBatch && f.broken == nil && !f.closed {
+			f.draining++
+			f.mu.Unlock()
+			f.commitOnce()
+			f.mu.Lock()
+			f.draining--
+		}
+		f.commitMu.Unlock()
+	}
 }
 
 func (f *FS) kickCommit() {

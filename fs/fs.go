@@ -169,8 +169,13 @@ type FS struct {
 	spillReady  int
 	spillBatch  int
 	syncWaiters int
-	// spilledTotal counts the chunks ever spilled (tests).
+	// draining is set while a waiter commits the spill in batches
+	// (drainSpillLocked): its snapshots take spillBatch spilled slots.
+	draining int
+	// spilledTotal counts the chunks ever spilled, and mostSpilled the
+	// most one snapshot took (tests).
 	spilledTotal int
+	mostSpilled  int
 	// quiet is set by the committer's tick: nothing changed since the
 	// tick before (a background commit then takes spilled slots).
 	quiet bool

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSpill writes files larger than the buffer pool, so that prepared
@@ -211,5 +212,33 @@ func TestSpillWorker(t *testing.T) {
 		if err := done.Sync(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSpillFsyncBatches: an fsync after a long write commits the spill
+// file in commits of spillBatch chunks, not all of it in one.
+func TestSpillFsyncBatches(t *testing.T) {
+	const cs = 64 << 10
+	// No ticks: nothing is committed before the fsync.
+	h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: time.Hour})
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := make([]byte, 48*cs)
+	rand.NewChaCha8([32]byte{1}).Read(data)
+	h.write(ino, 0, data)
+	if err := h.f.Fsync(context.Background(), ino); err != nil {
+		t.Fatal(err)
+	}
+	h.f.mu.Lock()
+	total, most, batch := h.f.spilledTotal, h.f.mostSpilled, h.f.spillBatch
+	h.f.mu.Unlock()
+	if total < 24 {
+		t.Fatalf("%d of 48 chunks spilled", total)
+	}
+	if most > 2*batch {
+		t.Errorf("a commit took %d spilled chunks, past twice the batch of %d", most, batch)
+	}
+	h.reopen()
+	if got := h.readAll(ino); !bytes.Equal(got, data) {
+		t.Fatal("contents after reopen differ")
 	}
 }
