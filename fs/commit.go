@@ -228,7 +228,7 @@ func (f *FS) commitOnce() {
 	f.epoch = snap.epoch
 	f.cps.records = snap.cpRecords
 	f.cleanAfterCommitLocked(snap)
-	if f.spillReady >= f.spillSlots/2 || f.quiet && f.spillReady > 0 {
+	if f.spillReady > 0 && (f.spillReady >= f.spillSlots/2 || f.quiet) {
 		// A long write has more in the spill file than a commit takes:
 		// the next commit follows at once, not at the next tick.
 		f.kickCommit()

@@ -395,9 +395,14 @@ func (f *FS) prepareSlot(s *slot, scratch []byte) {
 		f.mu.Unlock()
 		if spillSlot >= 0 {
 			if err := f.spill.write(spillSlot, p.Value()); err != nil {
-				f.log.Warn("spill file write failed; the chunk waits in memory", "err", err)
+				// A full disk, say: spill no more (once logged); what
+				// is in it is committed as before.
 				f.mu.Lock()
 				f.spill.release(spillSlot)
+				if f.spillSlots != 0 {
+					f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
+					f.spillSlots = 0
+				}
 				f.mu.Unlock()
 				spillSlot = -1
 			}
