@@ -255,8 +255,7 @@ func makeSrcTar(ctx context.Context, path string) (int, error) {
 // runCmd runs a command and returns its standard output; a failure's error
 // includes the end of its standard error.
 func runCmd(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
+	cmd := commandIn(ctx, dir, name, args...)
 	cmd.Env = env
 	var stdout bytes.Buffer
 	stderr := tailbuf.New(2048)
@@ -269,6 +268,21 @@ func runCmd(ctx context.Context, dir string, env []string, name string, args ...
 		return stdout.Bytes(), fmt.Errorf("%s: %w", describeCmd(name, args), err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// commandIn is exec.CommandContext for a command that runs in dir, which
+// it enters itself (through env -C) rather than in the child between
+// clone and exec, as Cmd.Dir does: the mounts are served by this process,
+// and a chdir there in that window can wait for a FUSE request (an
+// ACCESS or a LOOKUP) that this process never serves. Go's runtime cannot
+// always start or schedule the server's goroutine while a thread sits in
+// the clone (the bench hung so, a thread in kernel_clone and the child in
+// fuse_access).
+func commandIn(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
+	if dir == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "env", append([]string{"-C", dir, "--", name}, args...)...)
 }
 
 // sh runs a bash script in dir.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -57,8 +56,7 @@ func scenarioGrep(ctx context.Context, s *ScenarioEnv, r *ScenarioResult) error 
 	}
 
 	gnu := func(root string) (int, error) {
-		cmd := exec.CommandContext(ctx, "grep", "-rn", "-F", grepPattern, ".")
-		cmd.Dir = root
+		cmd := commandIn(ctx, root, "grep", "-rn", "-F", grepPattern, ".")
 		out, err := cmd.Output()
 		if err != nil {
 			return 0, fmt.Errorf("grep -rn in %s: %w", root, err)

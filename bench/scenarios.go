@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -262,8 +261,7 @@ func readIOWriteBytes(pid string) (int64, error) {
 // count is added to this process's, and must be taken out again to leave
 // the daemon's own writes.
 func runCountingWrites(ctx context.Context, dir, script string) (int64, error) {
-	cmd := exec.CommandContext(ctx, "bash", "-c", "set -e\n"+script+"\necho done\nread -r _ || true\n")
-	cmd.Dir = dir
+	cmd := commandIn(ctx, dir, "bash", "-c", "set -e\n"+script+"\necho done\nread -r _ || true\n")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return 0, err

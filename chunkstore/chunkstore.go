@@ -984,6 +984,18 @@ type Prepared struct {
 	value []byte
 }
 
+// Value returns the whole value Put stores (header and body) when it was
+// built off the commit path (PrepareFramed), nil otherwise.
+func (p *Prepared) Value() []byte { return p.value }
+
+// SetValue makes v, a copy of Value's bytes kept elsewhere (fs's spill
+// file), the value Put stores and Body its body. v must not change until
+// the Prepared has been put.
+func (p *Prepared) SetValue(v []byte) {
+	p.value = v
+	p.Body = v[HeaderSize:]
+}
+
 // HeaderSize is the size of the header stored in front of every body.
 const HeaderSize = bodyHeaderSize
 

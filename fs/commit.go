@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
@@ -37,6 +38,8 @@ type snapshot struct {
 	cpRecords int
 	// audit are the audit records that ride with this commit.
 	audit []auditOp
+	// spilled counts the spilled slots it took.
+	spilled int
 }
 
 type inodeSnap struct {
@@ -102,6 +105,8 @@ func (f *FS) committer() {
 					}
 				}
 			}
+			// Quiet: nothing changed since the last tick.
+			f.quiet = f.gen == last
 			tickGens[t%sparseIdleTicks] = f.gen
 			t++
 			f.mu.Unlock()
@@ -126,6 +131,22 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	for ino := range f.dead {
 		snap.dead = append(snap.dead, ino)
 	}
+	// How many spilled slots this snapshot may take: all of them if
+	// anyone waits for a commit (an fsync: it must find its chunks in
+	// the commit after it), spillBatch otherwise.
+	// A background commit leaves them while writes stream in, until
+	// half the spill file is taken: the commits' work (bbolt's copies,
+	// writes and fdatasyncs) then runs after the writer, or when it
+	// must, as the kernel writes back a file written without fsync.
+	spilled := 0
+	switch {
+	case f.draining > 0:
+		spilled = f.spillBatch
+	case f.syncWaiters > 0 || f.closed:
+		spilled = math.MaxInt
+	case f.quiet || f.spillReady >= f.spillSlots/2:
+		spilled = f.spillBatch
+	}
 	for ino, n := range f.dirty {
 		if n.attrGen != 0 {
 			snap.inodes = append(snap.inodes, inodeSnap{attr: n.attr, target: n.target, gen: n.attrGen})
@@ -143,6 +164,15 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 		}
 		for _, s := range n.slots {
 			if s.state == slotPrepared {
+				if s.spilled {
+					if spilled == 0 {
+						// Left for the next commit; see spillBatch.
+						continue
+					}
+					spilled--
+					f.spillReady--
+					snap.spilled++
+				}
 				if s.frame != nil {
 					f.readyBufs--
 				}
@@ -151,6 +181,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 			}
 		}
 	}
+	f.mostSpilled = max(f.mostSpilled, snap.spilled)
 	return snap
 }
 
@@ -197,6 +228,11 @@ func (f *FS) commitOnce() {
 	f.epoch = snap.epoch
 	f.cps.records = snap.cpRecords
 	f.cleanAfterCommitLocked(snap)
+	if f.spillReady > 0 && (f.spillReady >= f.spillSlots/2 || f.quiet) {
+		// A long write has more in the spill file than a commit takes:
+		// the next commit follows at once, not at the next tick.
+		f.kickCommit()
+	}
 }
 
 // apply writes a snapshot in one transaction. New chunk references are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"path/filepath"
 	"slices"
 	"syscall"
 
@@ -49,6 +50,10 @@ type slot struct {
 	// superseded: replaced or dropped; its memory returns to the pools
 	// when nobody uses it any more.
 	superseded bool
+	// spilled: prepared and raw, its value is in spill slot spillSlot
+	// (spill.go) instead of a buffer; prep's value is the spill's map.
+	spilled   bool
+	spillSlot int
 }
 
 // canTakeBufLocked reports whether a writer may take a chunk buffer now.
@@ -166,8 +171,19 @@ func (f *FS) takeBufLocked(s *slot) {
 	s.buf = s.frame[chunkstore.HeaderSize:]
 }
 
-// freeBufLocked returns s's buffer, if it has one, to the pool.
+// freeBufLocked returns s's buffer, if it has one, to the pool, and its
+// spill slot to the spill file.
 func (f *FS) freeBufLocked(s *slot) {
+	if s.spilled {
+		f.spill.release(s.spillSlot)
+		s.spilled = false
+		f.cond.Broadcast()
+	}
+	f.freeFrameLocked(s)
+}
+
+// freeFrameLocked returns s's buffer, if it has one, to the pool.
+func (f *FS) freeFrameLocked(s *slot) {
 	if s.frame == nil {
 		return
 	}
@@ -177,6 +193,31 @@ func (f *FS) freeBufLocked(s *slot) {
 	}
 	s.frame, s.buf = nil, nil
 	f.cond.Broadcast()
+}
+
+// takeSpillLocked returns a spill slot for a prepared chunk's value, or
+// -1 when it should stay in its buffer: while the pool is less than half
+// taken (a database's few chunks, small files: the spill's write would
+// be work for nothing), when the spill file is full, or when there is
+// none (it is made at the first need; if that fails, never again).
+func (f *FS) takeSpillLocked() int {
+	if f.bufCount < f.bufMax/2 || f.spillSlots == 0 {
+		return -1
+	}
+	if f.spill == nil {
+		sp, err := openSpill(filepath.Dir(f.store.Path()), f.chunkSize, f.spillSlots)
+		if err != nil {
+			f.log.Warn("no spill file: long writes wait for commits", "err", err)
+			f.spillSlots = 0
+			return -1
+		}
+		f.spill = sp
+	}
+	i, ok := f.spill.take()
+	if !ok {
+		return -1
+	}
+	return i
 }
 
 // newPageLocked returns a zeroed page from the page pool.
@@ -217,6 +258,9 @@ func (f *FS) supersedeLocked(s *slot) {
 	case slotDirty, slotPrepared:
 		if s.state == slotPrepared && s.frame != nil {
 			f.readyBufs--
+		}
+		if s.state == slotPrepared && s.spilled {
+			f.spillReady--
 		}
 		f.freeBufLocked(s)
 		f.freePagesLocked(s)
@@ -260,9 +304,12 @@ func prepare(s *slot, scratch []byte) (chunkstore.Prepared, bool) {
 	return chunkstore.PrepareFramed(s.frame[:chunkstore.HeaderSize+n], scratch), false
 }
 
-func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
+func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool, spillSlot int) {
 	f.pending--
 	defer f.cond.Broadcast()
+	if spillSlot >= 0 {
+		s.spilled, s.spillSlot = true, spillSlot
+	}
 	if s.superseded {
 		f.freeBufLocked(s)
 		return
@@ -271,6 +318,16 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool) {
 	s.prep, s.hole = p, hole
 	if hole {
 		f.freeBufLocked(s)
+	}
+	if s.spilled {
+		// Its buffer goes back to the pool now: the commit stores the
+		// value from the spill file.
+		s.prep.SetValue(f.spill.value(s.spillSlot, len(p.Value())))
+		f.spilledTotal++
+		f.freeFrameLocked(s)
+		if f.spillReady++; f.spillReady == f.spillSlots/2 {
+			f.kickCommit()
+		}
 	}
 	if s.frame != nil {
 		if f.readyBufs++; f.readyBufs == f.batchBufs {
@@ -328,7 +385,30 @@ func (f *FS) prepareSlot(s *slot, scratch []byte) {
 	if !hasBase || f.mergeBase(s) {
 		p, hole := prepare(s, scratch)
 		f.mu.Lock()
-		f.finishPrepareLocked(s, p, hole)
+		spillSlot := -1
+		// A merged slot (written in parts over a stored chunk: a
+		// database) stays in its buffer: the cache keeps it after its
+		// commit for the next merge (cleanAfterCommitLocked).
+		if !hole && p.Codec == chunkstore.CodecRaw && p.Value() != nil && !s.superseded && !s.merged {
+			spillSlot = f.takeSpillLocked()
+		}
+		f.mu.Unlock()
+		if spillSlot >= 0 {
+			if err := f.spill.write(spillSlot, p.Value()); err != nil {
+				// A full disk, say: spill no more (once logged); what
+				// is in it is committed as before.
+				f.mu.Lock()
+				f.spill.release(spillSlot)
+				if f.spillSlots != 0 {
+					f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
+					f.spillSlots = 0
+				}
+				f.mu.Unlock()
+				spillSlot = -1
+			}
+		}
+		f.mu.Lock()
+		f.finishPrepareLocked(s, p, hole, spillSlot)
 		f.mu.Unlock()
 	}
 }
@@ -1144,6 +1224,13 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte, hold
 				loads = s.readSparse(inChunk, out, loads)
 			case s.buf != nil:
 				s.read(inChunk, out)
+			case s.spilled:
+				// Raw: the body is the plaintext up to prep.Len.
+				m := 0
+				if inChunk < s.prep.Len {
+					m = copy(out, s.prep.Body[inChunk:s.prep.Len])
+				}
+				clear(out[m:])
 			case s.shared:
 				loads = append(loads, pendingRead{id: s.prep.ID, dest: out, inChunk: inChunk})
 			default:
@@ -1291,6 +1378,11 @@ func (f *FS) waitPreparedLocked(ctx context.Context, n *node) error {
 // handing it to the committer and waiting for its wake-up cost an fsync
 // two thread switches, each up to a scheduler tick on a loaded machine.
 func (f *FS) waitCommitLocked(ctx context.Context) error {
+	f.drainSpillLocked()
+	// Every snapshot taken while anyone waits here takes every prepared
+	// chunk, spilled or not (see takeSnapshotLocked).
+	f.syncWaiters++
+	defer func() { f.syncWaiters-- }()
 	target := f.snapTaken + 1
 	for f.snapDone < target {
 		if f.broken != nil {
@@ -1319,6 +1411,34 @@ func (f *FS) waitCommitLocked(ctx context.Context) error {
 		return f.broken
 	}
 	return nil
+}
+
+// drainSpillLocked commits the spilled chunks in commits of spillBatch
+// before a waiter's commit, which takes all of them: one commit of the
+// whole spill file would map all of it and have bbolt copy all of it
+// into pages of its own at once (512 MiB twice, where a commit of the
+// pool's chunks holds at most the pool). It gives up to a commit under
+// way first, and stops after as many commits as the spill held batches
+// when it began, so that a writer filling the spill as fast as it drains
+// cannot hold the waiter (its commit then takes the rest).
+func (f *FS) drainSpillLocked() {
+	for rounds := f.spillReady / max(f.spillBatch, 1); rounds > 0 && f.spillReady > f.spillBatch; rounds-- {
+		if f.broken != nil || f.closed {
+			return
+		}
+		// commitMu is taken before mu.
+		f.mu.Unlock()
+		f.commitMu.Lock()
+		f.mu.Lock()
+		if f.spillReady > f.spillBatch && f.broken == nil && !f.closed {
+			f.draining++
+			f.mu.Unlock()
+			f.commitOnce()
+			f.mu.Lock()
+			f.draining--
+		}
+		f.commitMu.Unlock()
+	}
 }
 
 func (f *FS) kickCommit() {

@@ -95,6 +95,10 @@ type Options struct {
 	// writes over parts of stored chunks (BufferBytes if 0): when they
 	// fill it, the sparse slots are merged and committed.
 	PageBytes int
+	// SpillBytes bounds the spill file (spill.go) that takes prepared
+	// chunks waiting for a commit once half the buffer pool is taken
+	// (512 MiB if 0, none if negative).
+	SpillBytes int
 	// CommitInterval is the longest a change waits for a commit when no
 	// fsync asks for one (100ms if 0).
 	CommitInterval time.Duration
@@ -152,6 +156,29 @@ type FS struct {
 	// of it.
 	readyBufs int
 	batchBufs int
+	// spill is the spill file (spill.go), made at its first need;
+	// spillSlots its size in chunks (0: none). spillReady are the
+	// prepared slots in it that no snapshot took yet: past batchBufs of
+	// them a commit starts. syncWaiters count the goroutines waiting for
+	// a commit (waitCommitLocked): while there are none, a snapshot takes
+	// at most spillBatch spilled slots, so that a commit maps a bounded
+	// part of the spill file, and none while writes stream in (see
+	// takeSnapshotLocked).
+	spill       *spill
+	spillSlots  int
+	spillReady  int
+	spillBatch  int
+	syncWaiters int
+	// draining is set while a waiter commits the spill in batches
+	// (drainSpillLocked): its snapshots take spillBatch spilled slots.
+	draining int
+	// spilledTotal counts the chunks ever spilled, and mostSpilled the
+	// most one snapshot took (tests).
+	spilledTotal int
+	mostSpilled  int
+	// quiet is set by the committer's tick: nothing changed since the
+	// tick before (a background commit then takes spilled slots).
+	quiet bool
 	// pages of sparse slots (data.go)
 	freePages   [][]byte
 	pageCount   int // pages in use
@@ -248,6 +275,13 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		pageBytes = bufBytes
 	}
 	f.pageMax = max(pageBytes/pageSize, 64)
+	switch spillBytes := opts.SpillBytes; {
+	case spillBytes == 0:
+		f.spillSlots = (512 << 20) / f.chunkSize
+	case spillBytes > 0:
+		f.spillSlots = max(spillBytes/f.chunkSize, 1)
+	}
+	f.spillBatch = max(1, f.bufMax/2)
 	if err := f.load(opts); err != nil {
 		return nil, err
 	}
@@ -584,6 +618,13 @@ func (f *FS) Close() error {
 	// closes; none starts after (waitCommitLocked checks closed).
 	f.commitMu.Lock()
 	f.commitMu.Unlock()
+	if f.spill != nil {
+		// Everything in it was committed above; nothing reads it now.
+		if serr := f.spill.close(); err == nil {
+			err = serr
+		}
+		f.spill = nil
+	}
 	if f.fork != nil {
 		return err // the store is the workspace's
 	}

@@ -20,6 +20,13 @@ import (
 //
 //	go test -run '^$' -bench SeqWrite -benchtime 3x ./fs
 func BenchmarkSeqWrite(b *testing.B) {
+	// spill: the default; nospill: without the spill file, every chunk
+	// waits in the pool for its commit.
+	b.Run("spill", func(b *testing.B) { benchSeqWrite(b, Options{}) })
+	b.Run("nospill", func(b *testing.B) { benchSeqWrite(b, Options{SpillBytes: -1}) })
+}
+
+func benchSeqWrite(b *testing.B, opts Options) {
 	const size, bs = 256 << 20, 1 << 20
 	buf := make([]byte, bs)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -48,7 +55,7 @@ func BenchmarkSeqWrite(b *testing.B) {
 	var writeSecs, syncSecs, cpuSecs float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		f, err := Open(filepath.Join(b.TempDir(), "ws.cfs"), Options{})
+		f, err := Open(filepath.Join(b.TempDir(), "ws.cfs"), opts)
 		if err != nil {
 			b.Fatal(err)
 		}
