@@ -548,14 +548,33 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 }
 
 // settle commits the target's workspace, if it is ours, and syncs every
-// filesystem.
+// filesystem. A target served by another process (--target: a daemon of
+// another build, a loopback) gets an fsync of its directory as well:
+// sync(2) never reaches a FUSE server (the kernel sends FUSE_SYNCFS to
+// virtiofs alone), so without it a daemon that defers its commits would
+// do the setup's work inside the timed step, and ours would not.
 func settle(ctx context.Context, t *Target) error {
 	if t.FS != nil {
 		if err := t.FS.Sync(ctx); err != nil {
 			return fmt.Errorf("sync workspace: %w", err)
 		}
+	} else if err := fsyncDir(t.Dir); err != nil {
+		return err
 	}
 	syscall.Sync()
+	return nil
+}
+
+// fsyncDir fsyncs directory dir (FUSE_FSYNCDIR on a FUSE mount).
+func fsyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("settle %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOSYS) {
+		return fmt.Errorf("settle: fsync %s: %w", dir, err)
+	}
 	return nil
 }
 
