@@ -550,8 +550,8 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 // settle commits the target's workspace, if it is ours, and syncs every
 // filesystem. A target served by another process (--target: a daemon of
 // another build, a loopback) gets an fsync of its directory as well:
-// sync(2) never reaches a FUSE server (the kernel sends FUSE_SYNCFS to
-// virtiofs alone), so without it a daemon that defers its commits would
+// sync(2) never reaches a FUSE server (the kernel sends it no request),
+// so without it a daemon that defers its commits would
 // do the setup's work inside the timed step, and ours would not.
 func settle(ctx context.Context, t *Target) error {
 	if t.FS != nil {
