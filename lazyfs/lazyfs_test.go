@@ -36,6 +36,43 @@ func random(n int, seed uint64) []byte {
 	return b
 }
 
+// putFiles writes files (name to content) into f's root directory and
+// returns their inodes by name.
+func putFiles(t *testing.T, f *fs.FS, files map[string][]byte) map[string]fs.Ino {
+	t.Helper()
+	inos := make(map[string]fs.Ino, len(files))
+	for name, data := range files {
+		a, err := f.Create(fs.Caller{}, fs.RootIno, name, fs.NewNode{Mode: syscall.S_IFREG | 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(context.Background(), a.Ino, 0, data, false); err != nil {
+			t.Fatal(err)
+		}
+		f.Release(a.Ino)
+		inos[name] = a.Ino
+	}
+	return inos
+}
+
+// pushTo pushes the closed workspace ws to s3://cfs/ws on s and returns
+// the client of that remote and the push's report.
+func pushTo(t *testing.T, s *s3test.Server, ws string) (*remote.Client, *remote.PushReport) {
+	t.Helper()
+	ctx := context.Background()
+	loc, _ := remote.ParseURL("s3://cfs/ws")
+	cl, err := remote.NewClient(ctx, loc, remote.ClientOptions{Endpoint: s.Endpoint, Region: s.Region,
+		Credentials: credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := remote.Push(ctx, ws, cl, remote.PushOptions{Remote: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, rep
+}
+
 // TestLazyMount: a pushed snapshot mounted lazily serves a small file
 // after fetching only its chunk (plus read-ahead), not the workspace;
 // a large file read sequentially comes whole; names, symlinks and
@@ -58,20 +95,7 @@ func TestLazyMount(t *testing.T) {
 	for i := range 20 {
 		files["other"+string(rune('a'+i))] = random(3*cs, uint64(10+i))
 	}
-	var smallIno fs.Ino
-	for name, data := range files {
-		a, err := f.Create(c, fs.RootIno, name, fs.NewNode{Mode: syscall.S_IFREG | 0o644})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(ctx, a.Ino, 0, data, false); err != nil {
-			t.Fatal(err)
-		}
-		f.Release(a.Ino)
-		if name == "small" {
-			smallIno = a.Ino
-		}
-	}
+	smallIno := putFiles(t, f, files)["small"]
 	if _, err := f.Create(c, fs.RootIno, "ln", fs.NewNode{Mode: syscall.S_IFLNK | 0o777, Target: "small"}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +105,7 @@ func TestLazyMount(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loc, _ := remote.ParseURL("s3://cfs/ws")
-	cl, err := remote.NewClient(ctx, loc, remote.ClientOptions{Endpoint: s.Endpoint, Region: s.Region,
-		Credentials: credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := remote.Push(ctx, ws, cl, remote.PushOptions{Remote: "origin"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, rep := pushTo(t, s, ws)
 
 	clone := filepath.Join(dir, "clone.cfs")
 	m, err := cl.Snapshot(ctx, "", false)
@@ -164,28 +179,11 @@ func TestLazyMountDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{"good": random(2*cs, 1), "bad": random(2*cs+10, 2)}
-	for name, data := range files {
-		a, err := f.Create(fs.Caller{}, fs.RootIno, name, fs.NewNode{Mode: syscall.S_IFREG | 0o644})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(ctx, a.Ino, 0, data, false); err != nil {
-			t.Fatal(err)
-		}
-		f.Release(a.Ino)
-	}
+	putFiles(t, f, files)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	loc, _ := remote.ParseURL("s3://cfs/ws")
-	cl, err := remote.NewClient(ctx, loc, remote.ClientOptions{Endpoint: s.Endpoint, Region: s.Region,
-		Credentials: credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := remote.Push(ctx, ws, cl, remote.PushOptions{Remote: "origin"}); err != nil {
-		t.Fatal(err)
-	}
+	cl, _ := pushTo(t, s, ws)
 	// The second chunk of bad, altered where the server keeps it.
 	id := chunkstore.Sum(files["bad"][cs : 2*cs])
 	obj := filepath.Join(s.Dir(), "cfs", "chunks", id.String()[:2], id.String())

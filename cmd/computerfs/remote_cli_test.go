@@ -27,12 +27,7 @@ import (
 // serves it over plain HTTP.
 func TestRemoteCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	s := startS3(t)
 	home, ws, mnt := tempWorkspace(t)
 	files := map[string][]byte{"README": []byte("hello from host one\n"), "src/big.bin": randomData(3<<20, 1), "src/text": textData(200000)}
 	makeStore(t, home, ws, mnt, files, "--create")
@@ -148,6 +143,27 @@ func TestRemoteCLI(t *testing.T) {
 	}
 }
 
+// startS3 starts a versitygw server with the bucket cfs and points this
+// test's AWS variables (which the CLI's S3 client reads) at it.
+func startS3(t *testing.T) *s3test.Server {
+	s := s3test.Start(t)
+	s.Bucket("cfs")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return s
+}
+
+// remoteWorkspace makes a new workspace (tempWorkspace) whose remote
+// origin is s3://cfs/PREFIX on s.
+func remoteWorkspace(t *testing.T, s *s3test.Server, prefix string) (home, ws, mnt string) {
+	home, ws, mnt = tempWorkspace(t)
+	mustCLI(t, home, "init", ws)
+	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/"+prefix, "--endpoint", s.Endpoint)
+	return home, ws, mnt
+}
+
 func countFiles(dir string) int {
 	n := 0
 	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
@@ -165,15 +181,8 @@ func countFiles(dir string) int {
 // cleanly.
 func TestContinuousSyncCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, mnt := tempWorkspace(t)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/synced", "--endpoint", s.Endpoint)
+	s := startS3(t)
+	home, ws, mnt := remoteWorkspace(t, s, "synced")
 	pid := runDaemon(t, home, ws, mnt, "--push-every", "200ms")
 	data := randomData(1<<20, 5)
 	writeFile(t, filepath.Join(mnt, "file"), data)
@@ -264,12 +273,7 @@ func TestContinuousSyncCLI(t *testing.T) {
 // pushed root.
 func TestLazyMountCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	s := startS3(t)
 	home, ws, mnt := tempWorkspace(t)
 	files := map[string][]byte{"a/readme": []byte("lazy\n"), "big": randomData(8<<20, 3)}
 	makeStore(t, home, ws, mnt, files, "--create")
@@ -320,15 +324,8 @@ func TestLazyMountCLI(t *testing.T) {
 // replaces it; fsck is clean.
 func TestRemoteThroughDaemon(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, mnt := tempWorkspace(t)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/live", "--endpoint", s.Endpoint)
+	s := startS3(t)
+	home, ws, mnt := remoteWorkspace(t, s, "live")
 	runDaemon(t, home, ws, mnt)
 	writeFile(t, filepath.Join(mnt, "shared"), []byte("version 1\n"))
 	writeFile(t, filepath.Join(mnt, "big"), randomData(3<<20, 7))
@@ -419,15 +416,8 @@ func mustCLIIn(t *testing.T, home, stdin string, args ...string) {
 // nothing.
 func TestExecSyncStatusCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, mnt := tempWorkspace(t)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/execsync", "--endpoint", s.Endpoint)
+	s := startS3(t)
+	home, ws, mnt := remoteWorkspace(t, s, "execsync")
 	runDaemon(t, home, ws, mnt, "--push-every", "1h") // pushes after execs only
 	type syncOut struct {
 		Remote, URL, State, Root string
@@ -467,15 +457,8 @@ func TestExecSyncStatusCLI(t *testing.T) {
 // 4 saying it was rolled back (the clone through the user's book of
 // HEADs seen), and --force accepts it.
 func TestHeadRollbackCLI(t *testing.T) {
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, _ := tempWorkspace(t)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/rb", "--endpoint", s.Endpoint)
+	s := startS3(t)
+	home, ws, _ := remoteWorkspace(t, s, "rb")
 	mustCLIIn(t, home, "one\n", "fs", "write", "-w", ws, "/x")
 	mustCLI(t, home, "push", "-w", ws)
 	headFile := filepath.Join(s.Dir(), "cfs", "rb", "HEAD")
@@ -526,16 +509,9 @@ func TestHeadRollbackCLI(t *testing.T) {
 // the user's book) and a lazy mount --snapshot with exit 4 saying it
 // was rolled back; --force accepts it on each.
 func TestSnapshotRefRollbackCLI(t *testing.T) {
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, _ := tempWorkspace(t)
+	s := startS3(t)
+	home, ws, _ := remoteWorkspace(t, s, "sr")
 	dir := filepath.Dir(ws)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/sr", "--endpoint", s.Endpoint)
 	mustCLIIn(t, home, "one\n", "fs", "write", "-w", ws, "/x")
 	mustCLI(t, home, "snapshot", "create", ws, "first")
 	mustCLI(t, home, "push", "-w", ws, "--snapshot", "first")
@@ -578,15 +554,8 @@ func TestSnapshotRefRollbackCLI(t *testing.T) {
 // next change through the mount is pushed.
 func TestSyncResumesAfterPullCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, mnt := tempWorkspace(t)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/resume", "--endpoint", s.Endpoint)
+	s := startS3(t)
+	home, ws, mnt := remoteWorkspace(t, s, "resume")
 	runDaemon(t, home, ws, mnt, "--push-every", "200ms")
 	syncState := func() string {
 		var st struct {
@@ -653,16 +622,9 @@ func fuseOK() bool {
 // to report, free or correct.
 func TestPullKilledDaemonCLI(t *testing.T) {
 	needFUSE(t)
-	s := s3test.Start(t)
-	s.Bucket("cfs")
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	home, ws, _ := tempWorkspace(t)
+	s := startS3(t)
+	home, ws, _ := remoteWorkspace(t, s, "pk")
 	dir := filepath.Dir(ws)
-	mustCLI(t, home, "init", ws)
-	mustCLI(t, home, "remote", "add", "-w", ws, "origin", "s3://cfs/pk", "--endpoint", s.Endpoint)
 	mustCLIIn(t, home, "base\n", "fs", "write", "-w", ws, "/base")
 	mustCLI(t, home, "push", "-w", ws)
 	other := filepath.Join(dir, "other.cfs")
