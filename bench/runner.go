@@ -518,11 +518,20 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 			return fail("setup", err)
 		}
 	}
+	v0 := readVitals(t.reads)
 	start := time.Now()
 	m, err := w.Run(ctx, e)
 	elapsed := time.Since(start)
 	if err != nil {
 		return fail("run", err)
+	}
+	for k, x := range v0.metrics(readVitals(t.reads)) {
+		if m == nil {
+			m = Metrics{}
+		}
+		if _, ok := m[k]; !ok {
+			m[k] = x
+		}
 	}
 	if w.Cleanup != nil {
 		if err := w.Cleanup(ctx, e); err != nil {

@@ -81,6 +81,8 @@ type Target struct {
 	closers   []func() error // run in reverse order by Close
 	// runner runs the workloads' timed commands (nil: on the host).
 	runner commandRunner
+	// reads counts the computerfs mount's READs (vitals.go).
+	reads *readObserver
 }
 
 // Close tears the target down: unmounts, closes and removes what it made.
@@ -208,7 +210,8 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 	// Mounted as `computerfs mount` mounts by default: without a
 	// container backend, for its owner alone (no allow_other and
 	// default_permissions).
-	srv, err := fusefs.Mount(f, mnt, fusefs.Options{Logger: log, FsName: ws, AllowOther: opts.AllowOther})
+	reads := &readObserver{}
+	srv, err := fusefs.Mount(f, mnt, fusefs.Options{Logger: log, FsName: ws, AllowOther: opts.AllowOther, Observer: reads})
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("computerfs target: %w", err)
@@ -219,7 +222,7 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 		}
 		return nil
 	})
-	t.Dir, t.FS, t.Workspace, t.Server = mnt, f, ws, srv
+	t.Dir, t.FS, t.Workspace, t.Server, t.reads = mnt, f, ws, srv, reads
 	t.Note = "a fresh workspace mounted in-process; store " + ws
 	if t.FSType, _, err = FSType(mnt); err != nil {
 		t.Close()

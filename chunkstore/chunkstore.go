@@ -130,11 +130,17 @@ type Store struct {
 	// open file), so that a 16 KiB read of the store reads 16 KiB; nil
 	// if it could not be opened (rfile serves then).
 	rrand *os.File
+	// rdirect is the file again with O_DIRECT, for whole-leaf reads of
+	// cold bodies (GetInto); nil where the filesystem refuses it.
+	rdirect *os.File
 	// blocks recycles ReadAt's buffers (*[]byte).
 	blocks sync.Pool
 	// leafReads counts bodies and ranges read by pread of their leaf
 	// (leaf.go), for tests.
 	leafReads atomic.Uint64
+	// directReads counts bodies read with O_DIRECT (preadLeafDirect),
+	// for tests.
+	directReads atomic.Uint64
 	// outboards keeps the outboards ReadAt read last (leaf.go).
 	outboards outboardCache
 	// rolledBack says why the store opened at the commit before its
@@ -231,6 +237,9 @@ func Open(path string, opts Options) (s *Store, err error) {
 		} else {
 			f.Close()
 		}
+	}
+	if f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0); err == nil {
+		s.rdirect = f
 	}
 	if err := s.init(opts); err != nil {
 		s.Close()
@@ -761,6 +770,9 @@ func (s *Store) Close() error {
 	if s.rrand != nil {
 		s.rrand.Close()
 	}
+	if s.rdirect != nil {
+		s.rdirect.Close()
+	}
 	var err error
 	if s.db.NoFreelistSync {
 		// If anything was committed without it, one commit that writes
@@ -1271,17 +1283,50 @@ func (t *Tx) Refs(id ID) (uint64, error) {
 // stays valid after the transaction ends. A hash mismatch is logged and
 // returned as ErrCorrupt (EIO).
 func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
+	e, err := t.entry(id, "get")
+	if err != nil {
+		return nil, err
+	}
+	return t.get(id, e, dst)
+}
+
+// GetInto is Get for a caller that lets the plaintext lie anywhere in
+// buf, not only at its start: a cold raw body with an outboard is then
+// read from the disk straight into buf (O_DIRECT, leaf.go), without
+// passing through the page cache, when buf has room for it
+// (ReadBufSize). The result never aliases the mmap either.
+func (t *Tx) GetInto(id ID, buf []byte) ([]byte, error) {
+	e, err := t.entry(id, "get")
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := t.preadLeafDirect(id, e, buf); ok {
+		if Sum(out) == id {
+			return out, nil
+		}
+		// Read again through the page cache, and through the map if
+		// that fails too, which names the damage.
+	}
+	return t.get(id, e, buf)
+}
+
+// entry returns chunk id's index entry; op names the caller in errors.
+func (t *Tx) entry(id ID, op string) (indexEntry, error) {
 	v, err := t.index().Get(id[:])
 	if err != nil {
-		return nil, t.damaged(err)
+		return indexEntry{}, t.damaged(err)
 	}
 	if v == nil {
-		return nil, fmt.Errorf("get %s: %w", id.Short(), ErrNotFound)
+		return indexEntry{}, fmt.Errorf("%s %s: %w", op, id.Short(), ErrNotFound)
 	}
 	e, err := decodeIndexEntry(v)
 	if err != nil {
-		return nil, t.corrupt(id, err)
+		return indexEntry{}, t.corrupt(id, err)
 	}
+	return e, nil
+}
+
+func (t *Tx) get(id ID, e indexEntry, dst []byte) ([]byte, error) {
 	// A raw body with an outboard is read whole with one pread of its
 	// leaf, never faulting bbolt's map (leaf.go); anything else, or
 	// anything that does not verify, is read through the map below,
@@ -1295,6 +1340,7 @@ func (t *Tx) Get(id ID, dst []byte) ([]byte, error) {
 	}
 	out, ok := t.preadRaw(raw, dst, e)
 	if !ok {
+		var err error
 		if out, err = decodeBody(raw, dst); err != nil {
 			return nil, t.corrupt(id, err)
 		}

@@ -54,3 +54,6 @@ func (s *Store) CacheOutboard(id ID, v []byte) { s.outboards.put(id, v) }
 
 // CachedOutboard returns the cached outboard of chunk id, or nil.
 func (s *Store) CachedOutboard(id ID) []byte { return s.outboards.get(id) }
+
+// DirectReads counts the bodies read with O_DIRECT.
+func (s *Store) DirectReads() uint64 { return s.directReads.Load() }

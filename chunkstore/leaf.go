@@ -3,7 +3,9 @@ package chunkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"lukechampine.com/blake3/bao"
@@ -191,4 +193,77 @@ func (c *outboardCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m = nil
+}
+
+// directAlign is the alignment of O_DIRECT reads (buffer, offset and
+// length): the logical block size of the disks we run on is at most this.
+const directAlign = 4096
+
+// ReadBufSize is the size of a buffer that GetInto can read a chunk of
+// up to chunkSize bytes into from the disk directly: the whole leaf,
+// rounded to directAlign, from an aligned place in the buffer.
+func ReadBufSize(chunkSize int) int {
+	return rawLeafLayout(chunkSize).bodyAt + chunkSize + 2*directAlign
+}
+
+// preadLeafDirect is preadLeaf for a leaf that is not in the page cache:
+// it reads the leaf, rounded up to whole blocks, with O_DIRECT into an
+// aligned part of buf, and returns the plaintext where it lies there (not
+// yet verified against id). A buffered pread of a cold leaf has the kernel
+// allocate page cache for it, read into that and copy it out again: one
+// more pass over every byte, on the CPU that a cold read is short of, and
+// memory for pages nobody reads again (the daemon keeps the chunk). A leaf
+// that is partly or wholly in the page cache (written recently, or read
+// by others) is left to preadLeaf, which copies it from there. It reports
+// false when it did nothing.
+func (t *Tx) preadLeafDirect(id ID, e indexEntry, buf []byte) ([]byte, bool) {
+	n := int(e.Len)
+	if e.Stored != e.Len || n < outboardMin || t.Writable() || t.s.rdirect == nil {
+		return nil, false
+	}
+	pos, ok := t.leafPos(e.Seq)
+	ps := t.DB().Info().PageSize
+	if !ok || pos%directAlign != 0 || ps%directAlign != 0 {
+		return nil, false
+	}
+	l := rawLeafLayout(n)
+	total := (l.bodyAt + n + directAlign - 1) / directAlign * directAlign
+	if pos+int64(total) > t.Size() {
+		return nil, false
+	}
+	buf = buf[:cap(buf)]
+	a := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) % directAlign); r != 0 {
+		a = directAlign - r
+	}
+	if len(buf) < a+total || inPageCache(t.s.rdirect, pos, total) {
+		return nil, false
+	}
+	got, err := unix.Pread(int(t.s.rdirect.Fd()), buf[a:a+total], pos)
+	if err != nil || got != total {
+		return nil, false
+	}
+	head := buf[a : a+l.bodyAt]
+	if !checkLeafPrefix(head, pos, ps, l, n) || !bytes.Equal(head[l.hdrAt-len(keyBody):l.hdrAt], keyBody) {
+		return nil, false
+	}
+	h, err := decodeBodyHeader(head[l.hdrAt:l.bodyAt])
+	if err != nil || h.Codec != CodecRaw || int(h.Len) != n || h.ID != id {
+		return nil, false
+	}
+	t.s.leafReads.Add(1)
+	t.s.directReads.Add(1)
+	return buf[a+l.bodyAt : a+l.bodyAt+n], true
+}
+
+// inPageCache reports whether any of bytes [off, off+n) of f are in the
+// page cache (cachestat(2)); true if it cannot tell, so that the caller
+// reads through the page cache as before.
+func inPageCache(f *os.File, off int64, n int) bool {
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.Fd()), &r, &st, 0); err != nil {
+		return true
+	}
+	return st.Cache > 0
 }

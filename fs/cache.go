@@ -27,6 +27,7 @@ type chunkCache struct {
 	byID    map[chunkstore.ID]*cacheEntry
 	loading map[chunkstore.ID]chan struct{} // claimed chunks; closed when the claim ends
 	free    [][]byte
+	bufCap  int    // capacity of the buffers it makes
 	decoded uint64 // chunks decoded into the cache, ever
 	// ranged counts reads served from a few verified blocks of a chunk
 	// without decoding it (FS.readRange), ever.
@@ -35,13 +36,16 @@ type chunkCache struct {
 
 type cacheEntry struct {
 	id   chunkstore.ID
-	data []byte
+	data []byte // the plaintext: anywhere within buf
+	buf  []byte // the buffer it lies in, recycled when the entry goes
 	refs int
 	gone bool // evicted: the buffer is recycled at the last release
 }
 
-func (c *chunkCache) init(max int) {
+// init makes a cache of max chunks whose buffers hold bufCap bytes.
+func (c *chunkCache) init(max, bufCap int) {
 	c.max = max
+	c.bufCap = bufCap
 	c.byID = make(map[chunkstore.ID]*cacheEntry, max)
 	c.loading = make(map[chunkstore.ID]chan struct{})
 }
@@ -90,14 +94,15 @@ func (c *chunkCache) endClaimLocked(id chunkstore.ID) {
 	}
 }
 
-// putClaimed adds the chunk decoded under a claim, ends the claim and
-// returns the entry held.
-func (c *chunkCache) putClaimed(id chunkstore.ID, data []byte) *cacheEntry {
+// putClaimed adds the chunk decoded under a claim into buf (a buffer
+// from buffer; data lies within it), ends the claim and returns the
+// entry held.
+func (c *chunkCache) putClaimed(id chunkstore.ID, data, buf []byte) *cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.endClaimLocked(id)
 	c.decoded++
-	return c.putLocked(id, data)
+	return c.putLocked(id, data, buf)
 }
 
 // buffer returns a recycled buffer of at least n bytes, or a new one.
@@ -110,7 +115,7 @@ func (c *chunkCache) buffer(n int) []byte {
 			return b[:n]
 		}
 	}
-	return make([]byte, n)
+	return make([]byte, n, max(n, c.bufCap))
 }
 
 // recycle takes back a buffer nobody uses.
@@ -126,12 +131,12 @@ func (c *chunkCache) recycleLocked(b []byte) {
 	}
 }
 
-// putLocked adds a decoded chunk whose buffer came from buffer and returns
-// it held. If the chunk is there already, that entry is returned and data
-// is recycled.
-func (c *chunkCache) putLocked(id chunkstore.ID, data []byte) *cacheEntry {
+// putLocked adds a decoded chunk, data, which lies in buf, a buffer from
+// buffer, and returns it held. If the chunk is there already, that entry
+// is returned and buf is recycled.
+func (c *chunkCache) putLocked(id chunkstore.ID, data, buf []byte) *cacheEntry {
 	if e := c.byID[id]; e != nil {
-		c.recycleLocked(data)
+		c.recycleLocked(buf)
 		e.refs++
 		return e
 	}
@@ -141,10 +146,10 @@ func (c *chunkCache) putLocked(id chunkstore.ID, data []byte) *cacheEntry {
 		delete(c.byID, old.id)
 		old.gone = true
 		if old.refs == 0 {
-			c.recycleLocked(old.data)
+			c.recycleLocked(old.buf)
 		}
 	}
-	e := &cacheEntry{id: id, data: data, refs: 1}
+	e := &cacheEntry{id: id, data: data, buf: buf, refs: 1}
 	c.order = append(c.order, e)
 	c.byID[id] = e
 	return e
@@ -156,7 +161,7 @@ func (c *chunkCache) release(e *cacheEntry) {
 	defer c.mu.Unlock()
 	e.refs--
 	if e.gone && e.refs == 0 {
-		c.recycleLocked(e.data)
+		c.recycleLocked(e.buf)
 	}
 }
 
@@ -168,7 +173,7 @@ func (c *chunkCache) dropAll() {
 		delete(c.byID, e.id)
 		e.gone = true
 		if e.refs == 0 {
-			c.recycleLocked(e.data)
+			c.recycleLocked(e.buf)
 		}
 	}
 	c.order = c.order[:0]
@@ -191,6 +196,6 @@ func (c *chunkCache) add(id chunkstore.ID, data []byte) {
 		c.recycleLocked(buf)
 		return
 	}
-	e := c.putLocked(id, buf)
+	e := c.putLocked(id, buf, buf)
 	e.refs--
 }

@@ -708,11 +708,11 @@ func (f *FS) loadChunk(id chunkstore.ID) (data []byte, release func(), err error
 // decodeClaimed decodes and verifies a chunk the caller has claimed in the
 // cache, and ends the claim.
 func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
-	buf := f.cache.buffer(f.chunkSize)
+	buf := f.cache.buffer(chunkstore.ReadBufSize(f.chunkSize))
 	var out []byte
 	err := f.view(func(tx *chunkstore.Tx) error {
 		var err error
-		out, err = tx.Get(id, buf)
+		out, err = tx.GetInto(id, buf)
 		return err
 	})
 	if err != nil {
@@ -720,7 +720,7 @@ func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 		f.cache.unclaim(id)
 		return nil, err
 	}
-	return f.cache.putClaimed(id, out), nil
+	return f.cache.putClaimed(id, out, buf), nil
 }
 
 // rangedReadMax is the largest piece of a chunk that a read which is

@@ -260,7 +260,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		f.inoLimit = f.fork.InoEnd
 	}
 	f.cond = sync.NewCond(&f.mu)
-	f.cache.init(8 + 2*readAheadChunks)
+	f.cache.init(8+2*readAheadChunks, chunkstore.ReadBufSize(f.chunkSize))
 	f.jn.init()
 	if f.interval == 0 {
 		f.interval = 100 * time.Millisecond

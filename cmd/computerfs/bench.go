@@ -47,6 +47,7 @@ func runBench(ctx context.Context, e *env, o *benchOptions, args []string) error
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}
+	raiseProcs()
 	if o.cpuProfile != "" {
 		pf, err := os.Create(o.cpuProfile)
 		if err != nil {

@@ -845,6 +845,7 @@ func runServe(ctx context.Context, e *env, o serveOptions, args []string) error 
 	if err := setMemoryLimit(memLimit); err != nil {
 		return err
 	}
+	raiseProcs()
 	if err := c.metrics.check(); err != nil {
 		return usageError{err}
 	}
