@@ -149,6 +149,10 @@ type Store struct {
 	// writesNoFreelist is bbolt's count of page writes when commits
 	// stopped writing the freelist (Open): Close writes it if it moved.
 	writesNoFreelist int64
+	// rootHashes spares write transactions the root identifier's hashes
+	// of values written a moment before (versions.HashCache): used only
+	// inside write transactions, which bbolt runs one at a time.
+	rootHashes versions.HashCache
 }
 
 // RolledBack says, if the store opened at the commit before what may have
@@ -883,6 +887,9 @@ type txWrites struct {
 func (t *Tx) writes() *txWrites {
 	if t.w == nil {
 		t.w = new(txWrites)
+		if t.s != nil && t.Writable() {
+			t.w.root.UseCache(&t.s.rootHashes)
+		}
 	}
 	return t.w
 }

@@ -1,6 +1,7 @@
 package versions
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -102,14 +103,26 @@ type RootDelta struct {
 	// their seal does not verify). The stored root then no longer
 	// matches its records, which fsck reports.
 	Lost int
+	// cache, if set (UseCache), holds the pending new values and the
+	// hashes of values seen before; gen is the generation it gave r.
+	cache *HashCache
+	gen   uint64
 }
 
 // Watch implements sealed.Watcher.
 func (r *RootDelta) Watch(bucket, key, old []byte, damaged bool, val []byte, deleted bool) {
-	if ID(bucket) == 0 {
+	id := ID(bucket)
+	if id == 0 {
 		return
 	}
 	r.changes++
+	if !damaged && !deleted && old != nil && bytes.Equal(old, val) {
+		return // counted out and in again: no change (a new birth only)
+	}
+	if r.cache != nil {
+		r.watchCached(id, bucket, key, old, damaged, val, deleted)
+		return
+	}
 	switch {
 	case damaged:
 		r.Lost++
@@ -126,12 +139,17 @@ func (r *RootDelta) Changes() int { return r.changes }
 
 // Apply returns root with the delta added.
 func (r *RootDelta) Apply(root Root) Root {
+	r.flush()
 	root.Add(r.d)
 	return root
 }
 
-// Reset forgets the changes seen (after the root was computed anew).
-func (r *RootDelta) Reset() { *r = RootDelta{} }
+// Reset forgets the changes seen (after the root was computed anew, or
+// applied). It keeps the cache.
+func (r *RootDelta) Reset() {
+	r.drop()
+	*r = RootDelta{cache: r.cache}
+}
 
 // ComputeRoot walks every record of the versioned buckets of tx and
 // returns their root. Damaged records are left out and counted.
