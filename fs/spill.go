@@ -34,6 +34,10 @@ type spill struct {
 	slotSize int
 	slots    int
 	free     []int // free slot numbers
+	// released are slots freed whose pages are not yet discarded, and
+	// cleaning counts those cleanSpill is discarding.
+	released []int
+	cleaning int
 }
 
 // openSpill makes an unlinked spill file of slots slots for chunks of
@@ -99,14 +103,45 @@ func (sp *spill) value(i, n int) []byte {
 	return sp.mem[off : off+n : off+n]
 }
 
-// release frees slot i once nothing uses its bytes (under f.mu): its
-// pages leave this process's map and the file, so that they are neither
-// counted in its memory nor ever written back.
+// release frees slot i once nothing uses its bytes (under f.mu). It is
+// taken again only after cleanSpill dropped its pages.
 func (sp *spill) release(i int) {
+	sp.released = append(sp.released, i)
+}
+
+// discard drops slot i's pages from this process's map and from the
+// file, so that they are neither counted in its memory nor ever written
+// back. Nothing uses the slot: f.mu need not be held.
+func (sp *spill) discard(i int) {
 	off := i * sp.slotSize
 	_ = unix.Madvise(sp.mem[off:off+sp.slotSize], unix.MADV_DONTNEED)
 	_ = unix.Fallocate(int(sp.file.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(sp.slotSize))
-	sp.free = append(sp.free, i)
+}
+
+// cleanSpill discards the released slots' pages and frees the slots,
+// with mu released while it makes the system calls (tens of
+// microseconds a slot: a commit's batch under mu held every writer up
+// for milliseconds). The committer calls it after each commit, with
+// commitMu held, so that Close cannot close the file meanwhile.
+func (f *FS) cleanSpill() {
+	f.mu.Lock()
+	sp := f.spill
+	if sp == nil || len(sp.released) == 0 {
+		f.mu.Unlock()
+		return
+	}
+	slots := sp.released
+	sp.released = nil
+	sp.cleaning += len(slots)
+	f.mu.Unlock()
+	for _, i := range slots {
+		sp.discard(i)
+	}
+	f.mu.Lock()
+	sp.cleaning -= len(slots)
+	sp.free = append(sp.free, slots...)
+	f.cond.Broadcast()
+	f.mu.Unlock()
 }
 
 func (sp *spill) close() error {
