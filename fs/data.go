@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 
@@ -443,6 +444,10 @@ func (f *FS) worker() {
 			continue
 		}
 		f.prepareSlot(s, scratch)
+		// Let a goroutine back from a system call (a FUSE request
+		// just read) have this P: with every P hashing, it would wait
+		// in the global queue for the scheduler's 10 ms preemption.
+		runtime.Gosched()
 	}
 }
 
