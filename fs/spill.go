@@ -260,6 +260,13 @@ func (f *FS) prepareSpilled(s *slot, scratch []byte) {
 			}
 		}
 	}
+	// The hashing faulted the slot's pages into this process's map:
+	// they leave it (not the page cache, where the commit finds them),
+	// or a long write would hold up to half the spill file in RSS
+	// while its chunks wait for commits.
+	sp := f.spill
+	off := s.spillSlot * sp.slotSize
+	_ = unix.Madvise(sp.mem[off:off+sp.slotSize], unix.MADV_DONTNEED)
 	f.mu.Lock()
 	f.finishPrepareLocked(s, p, n == 0, -1)
 	f.mu.Unlock()
