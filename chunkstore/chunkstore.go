@@ -1051,25 +1051,9 @@ func Prepare(data, scratch []byte) Prepared {
 			scratch = make([]byte, need)
 		}
 		if !incompressible(data, scratch[:cap(scratch)]) {
-			// A large chunk is hashed while it is compressed, on another
-			// core if one is free: an fsync waits for both (a
-			// database's chunk, prepared again at every commit). If it
-			// does not compress, that hash is thrown away (the
-			// outboard's walk hashes it again).
-			var id ID
-			var wg sync.WaitGroup
-			parallel := len(data) >= parallelMin
-			if parallel {
-				wg.Go(func() { id = Sum(data) })
-			}
 			enc := s2.Encode(scratch[:cap(scratch)], data)
-			wg.Wait()
 			if len(enc) <= len(data)-len(data)/8 {
 				p.Codec, p.Body = CodecS2, enc
-				if parallel {
-					p.ID = id
-					return p
-				}
 			}
 		}
 	}
@@ -1080,10 +1064,6 @@ func Prepare(data, scratch []byte) Prepared {
 	}
 	return p
 }
-
-// parallelMin is the smallest chunk that Prepare hashes and compresses
-// at once.
-const parallelMin = 256 << 10
 
 // sampleSize and samples: a body of more than samples × sampleSize
 // bytes is tried for compression on samples pieces spread over it first.

@@ -23,8 +23,6 @@ func TestPrepareFramed(t *testing.T) {
 	}{
 		{"raw", random, chunkstore.CodecRaw},
 		{"s2", text, chunkstore.CodecS2},
-		// Hashed while it is compressed (parallelMin).
-		{"s2-large", bytes.Repeat(text, 14)[:1<<20], chunkstore.CodecS2},
 	} {
 		for _, inPlace := range []bool{false, true} {
 			name := tc.name
