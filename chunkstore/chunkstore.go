@@ -1038,6 +1038,24 @@ func PrepareFramed(frame, scratch []byte) Prepared {
 	return p
 }
 
+// PrepareInPlace is Prepare for a chunk whose plaintext lies where its
+// caller cannot write with a plain store (fs's spill file, mapped
+// read-only), with HeaderSize bytes of room in front of it. A chunk kept
+// raw comes back with header, the bytes to put in that room; the caller
+// then sets the value (SetValue) to header and plaintext where they lie.
+// A compressed one comes back with its value in a new buffer and header
+// nil. Either way nothing of data's is copied.
+func PrepareInPlace(data, scratch []byte) (p Prepared, header []byte) {
+	p = Prepare(data, scratch)
+	h := bodyHeader{Codec: p.Codec, Len: uint32(p.Len), ID: p.ID}
+	if p.Codec == CodecRaw {
+		return p, h.append(make([]byte, 0, HeaderSize))
+	}
+	p.value = append(h.append(make([]byte, 0, HeaderSize+len(p.Body))), p.Body...)
+	p.Body = p.value[HeaderSize:]
+	return p, nil
+}
+
 // Prepare hashes data and compresses it into scratch (which may be nil).
 // Data is kept raw unless compression saves at least an eighth. The
 // returned Body may alias data or scratch.

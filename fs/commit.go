@@ -186,6 +186,8 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 }
 
 func (f *FS) commitOnce() {
+	// After the commit (and mu released): the slots it freed.
+	defer f.cleanSpill()
 	f.mu.Lock()
 	if f.broken != nil {
 		f.mu.Unlock()

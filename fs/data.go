@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 
@@ -54,6 +55,9 @@ type slot struct {
 	// (spill.go) instead of a buffer; prep's value is the spill's map.
 	spilled   bool
 	spillSlot int
+	// rawSpill: written straight into spill slot spillSlot by a whole-
+	// chunk write (writeSpilledLocked), hashed there (prepareSpilled).
+	rawSpill bool
 }
 
 // canTakeBufLocked reports whether a writer may take a chunk buffer now.
@@ -322,7 +326,9 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool, spil
 	if s.spilled {
 		// Its buffer goes back to the pool now: the commit stores the
 		// value from the spill file.
-		s.prep.SetValue(f.spill.value(s.spillSlot, len(p.Value())))
+		if !s.rawSpill { // prepareSpilled set it
+			s.prep.SetValue(f.spill.value(s.spillSlot, len(p.Value())))
+		}
 		f.spilledTotal++
 		f.freeFrameLocked(s)
 		if f.spillReady++; f.spillReady == f.spillSlots/2 {
@@ -379,6 +385,10 @@ func (f *FS) newScratch() []byte {
 // prepareSlot merges (if sparse), hashes and compresses a sealed slot
 // taken from the queue; mu is not held.
 func (f *FS) prepareSlot(s *slot, scratch []byte) {
+	if s.rawSpill {
+		f.prepareSpilled(s, scratch)
+		return
+	}
 	f.mu.Lock()
 	hasBase := s.hasBase
 	f.mu.Unlock()
@@ -434,6 +444,10 @@ func (f *FS) worker() {
 			continue
 		}
 		f.prepareSlot(s, scratch)
+		// Let a goroutine back from a system call (a FUSE request
+		// just read) have this P: with every P hashing, it would wait
+		// in the global queue for the scheduler's 10 ms preemption.
+		runtime.Gosched()
 	}
 }
 
@@ -1060,6 +1074,17 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			}
 			continue
 		}
+		if piece == int(cs) && !appendMode && want == nil {
+			if s := f.writeSpilledLocked(n, idx, data[written:written+piece]); s != nil {
+				s.gen = f.bump()
+				n.version = s.gen
+				written += piece
+				if end := uint64(pos) + uint64(piece); end > n.attr.Size {
+					n.attr.Size = end
+				}
+				continue
+			}
+		}
 		if s := n.slots[idx]; s == nil || s.state != slotDirty || (piece == int(cs) && s.hasBase) {
 			// A partial write may need no buffer (a sparse slot):
 			// dirtySlotLocked reserves one if it does.
@@ -1225,10 +1250,10 @@ func (f *FS) readOnce(ctx context.Context, ino Ino, off int64, dest []byte, hold
 			case s.buf != nil:
 				s.read(inChunk, out)
 			case s.spilled:
-				// Raw: the body is the plaintext up to prep.Len.
+				// The plaintext up to prep.Len is in the map.
 				m := 0
 				if inChunk < s.prep.Len {
-					m = copy(out, s.prep.Body[inChunk:s.prep.Len])
+					m = copy(out, f.spill.plain(s.spillSlot, s.prep.Len)[inChunk:])
 				}
 				clear(out[m:])
 			case s.shared:

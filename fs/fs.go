@@ -172,9 +172,11 @@ type FS struct {
 	// draining is set while a waiter commits the spill in batches
 	// (drainSpillLocked): its snapshots take spillBatch spilled slots.
 	draining int
-	// spilledTotal counts the chunks ever spilled, and mostSpilled the
+	// spilledTotal counts the chunks ever spilled, spilledRaw those
+	// of them written straight to the spill file, and mostSpilled the
 	// most one snapshot took (tests).
 	spilledTotal int
+	spilledRaw   int
 	mostSpilled  int
 	// quiet is set by the committer's tick: nothing changed since the
 	// tick before (a background commit then takes spilled slots).

@@ -144,7 +144,9 @@ func (h *harness) sync() {
 	bufs, pending := h.f.bufCount, h.f.pending
 	spilled := h.f.spillReady
 	if h.f.spill != nil {
-		spilled += h.f.spillSlots - len(h.f.spill.free)
+		// Released slots hold nothing; their pages are dropped
+		// after the next commit (cleanSpill).
+		spilled += h.f.spillSlots - len(h.f.spill.free) - len(h.f.spill.released) - h.f.spill.cleaning
 	}
 	h.f.mu.Unlock()
 	if bufs != 0 || pending != 0 || spilled != 0 {

@@ -32,7 +32,12 @@ type spill struct {
 	file     *os.File
 	mem      []byte // read-only shared map of the whole file
 	slotSize int
+	slots    int
 	free     []int // free slot numbers
+	// released are slots freed whose pages are not yet discarded, and
+	// cleaning counts those cleanSpill is discarding.
+	released []int
+	cleaning int
 }
 
 // openSpill makes an unlinked spill file of slots slots for chunks of
@@ -65,7 +70,7 @@ func openSpill(dir string, chunkSize, slots int) (*spill, error) {
 		file.Close()
 		return nil, fmt.Errorf("spill file in %s: map: %w", dir, err)
 	}
-	sp := &spill{file: file, mem: mem, slotSize: slotSize}
+	sp := &spill{file: file, mem: mem, slotSize: slotSize, slots: slots}
 	for i := slots - 1; i >= 0; i-- {
 		sp.free = append(sp.free, i)
 	}
@@ -98,14 +103,45 @@ func (sp *spill) value(i, n int) []byte {
 	return sp.mem[off : off+n : off+n]
 }
 
-// release frees slot i once nothing uses its bytes (under f.mu): its
-// pages leave this process's map and the file, so that they are neither
-// counted in its memory nor ever written back.
+// release frees slot i once nothing uses its bytes (under f.mu). It is
+// taken again only after cleanSpill dropped its pages.
 func (sp *spill) release(i int) {
+	sp.released = append(sp.released, i)
+}
+
+// discard drops slot i's pages from this process's map and from the
+// file, so that they are neither counted in its memory nor ever written
+// back. Nothing uses the slot: f.mu need not be held.
+func (sp *spill) discard(i int) {
 	off := i * sp.slotSize
 	_ = unix.Madvise(sp.mem[off:off+sp.slotSize], unix.MADV_DONTNEED)
 	_ = unix.Fallocate(int(sp.file.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(sp.slotSize))
-	sp.free = append(sp.free, i)
+}
+
+// cleanSpill discards the released slots' pages and frees the slots,
+// with mu released while it makes the system calls (tens of
+// microseconds a slot: a commit's batch under mu held every writer up
+// for milliseconds). The committer calls it after each commit, with
+// commitMu held, so that Close cannot close the file meanwhile.
+func (f *FS) cleanSpill() {
+	f.mu.Lock()
+	sp := f.spill
+	if sp == nil || len(sp.released) == 0 {
+		f.mu.Unlock()
+		return
+	}
+	slots := sp.released
+	sp.released = nil
+	sp.cleaning += len(slots)
+	f.mu.Unlock()
+	for _, i := range slots {
+		sp.discard(i)
+	}
+	f.mu.Lock()
+	sp.cleaning -= len(slots)
+	sp.free = append(sp.free, slots...)
+	f.cond.Broadcast()
+	f.mu.Unlock()
 }
 
 func (sp *spill) close() error {
@@ -114,4 +150,124 @@ func (sp *spill) close() error {
 		err = cerr
 	}
 	return err
+}
+
+// writeBody stores a chunk's plaintext in slot i behind the header's
+// room (f.mu not held): a whole-chunk write spilled before it is hashed.
+func (sp *spill) writeBody(i int, data []byte) error {
+	if chunkstore.HeaderSize+len(data) > sp.slotSize {
+		return errors.New("chunk larger than a spill slot")
+	}
+	_, err := sp.file.WriteAt(data, int64(i)*int64(sp.slotSize)+chunkstore.HeaderSize)
+	return err
+}
+
+// plain returns the n plaintext bytes of slot i, from the map: the body
+// of a raw value, or what writeBody wrote.
+func (sp *spill) plain(i, n int) []byte {
+	return sp.value(i, chunkstore.HeaderSize+n)[chunkstore.HeaderSize:]
+}
+
+// inUse reports whether any slot is taken.
+func (sp *spill) inUse() bool { return sp != nil && len(sp.free) < sp.slots }
+
+// A whole-chunk write during a long write goes straight into the spill
+// file (writeSpilledLocked), where the chunk would otherwise have been
+// copied into a pool buffer, hashed there, then written to the spill
+// file by a worker: the write costs what a loopback filesystem's
+// pwrite does, the pool buffer is never waited for, and one copy of
+// every byte is saved. A worker then hashes the chunk where it lies (in
+// the map) and writes its header in front of it (prepareSpilled); the
+// commit stores it from the map as any spilled chunk. Until then reads
+// find it in the map too. Nothing about durability changes: the chunk
+// is in a commit only after it is hashed, and fsync waits for that.
+
+// writeSpilledLocked writes data, a whole chunk, as chunk idx of n
+// through the spill file, and returns its slot (sealed), or nil when it
+// is not spilled (no long write under way, the spill full or broken, or
+// the write over the size limit): the caller then writes it the
+// ordinary way. mu is released while the bytes are written; the caller
+// sets the slot's generation and the file's size.
+func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
+	if f.spillSlots == 0 || f.usedLocked()+uint64(len(data)) > f.limit {
+		return nil
+	}
+	// As takeSpillLocked: while the pool is less than half taken a
+	// buffer is cheaper; but once a long write spills, its chunks go on
+	// through the spill while anything of it waits there.
+	if f.bufCount < f.bufMax/2 && !f.spill.inUse() {
+		return nil
+	}
+	i := -1
+	if f.bufCount >= f.bufMax/2 {
+		i = f.takeSpillLocked()
+	} else if j, ok := f.spill.take(); ok {
+		i = j
+	}
+	if i < 0 {
+		return nil
+	}
+	f.mu.Unlock()
+	err := f.spill.writeBody(i, data)
+	f.mu.Lock()
+	if err != nil {
+		f.spill.release(i)
+		if f.spillSlots != 0 {
+			f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
+			f.spillSlots = 0
+		}
+		return nil
+	}
+	if f.broken != nil {
+		f.spill.release(i)
+		return nil
+	}
+	if old := n.slots[idx]; old != nil {
+		f.supersedeLocked(old)
+	}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty, hi: len(data), spilled: true, spillSlot: i, rawSpill: true}
+	s.prep.Len = len(data)
+	if n.slots == nil {
+		n.slots = make(map[uint64]*slot)
+	}
+	n.slots[idx] = s
+	f.dirty[n.attr.Ino] = n
+	f.spilledRaw++
+	f.sealLocked(s)
+	return s
+}
+
+// prepareSpilled hashes (and compresses, if that pays) a chunk that
+// writeSpilledLocked wrote into the spill file, where it lies, and
+// writes its header in front of it; mu is not held.
+func (f *FS) prepareSpilled(s *slot, scratch []byte) {
+	// The slot is the worker's: nothing else writes or frees its bytes
+	// until finishPrepareLocked.
+	data := f.spill.plain(s.spillSlot, s.hi)
+	n := len(trimZeros(data))
+	var p chunkstore.Prepared
+	if n > 0 {
+		var header []byte
+		p, header = chunkstore.PrepareInPlace(data[:n], scratch)
+		if header != nil {
+			if _, err := f.spill.file.WriteAt(header, int64(s.spillSlot)*int64(f.spill.slotSize)); err != nil {
+				// The page is in memory already: unlikely. The value
+				// is then stored from a copy.
+				f.log.Warn("spill file header write failed", "err", err)
+				p.SetValue(append(header, data[:n]...))
+			} else {
+				p.SetValue(f.spill.value(s.spillSlot, chunkstore.HeaderSize+n))
+			}
+		}
+	}
+	// The hashing faulted the slot's pages into this process's map:
+	// they leave it (not the page cache, where the commit finds them),
+	// or a long write would hold up to half the spill file in RSS
+	// while its chunks wait for commits.
+	sp := f.spill
+	off := s.spillSlot * sp.slotSize
+	_ = unix.Madvise(sp.mem[off:off+sp.slotSize], unix.MADV_DONTNEED)
+	f.mu.Lock()
+	f.finishPrepareLocked(s, p, n == 0, -1)
+	f.mu.Unlock()
 }

@@ -28,17 +28,26 @@ func TestSpill(t *testing.T) {
 			model []byte
 		}
 		var files []*file
-		spilled := 0
+		spilled, raw := 0, 0
 		for i := range 3 {
 			files = append(files, &file{ino: h.create(RootIno, string(rune('a'+i)), 0o100644).Ino})
 		}
 		for step := 0; step < 120; step++ {
 			fl := files[rng.IntN(len(files))]
 			switch r := rng.IntN(100); {
-			case r < 45: // a long sequential write in whole chunks
+			case r < 35: // a long sequential write in whole chunks
 				off := rng.IntN(4) * cs
 				n := (rng.IntN(20) + 4) * cs
 				h.writeModel(&fl.model, fl.ino, off, n, rng)
+			case r < 45: // the same, of data that compresses
+				off := rng.IntN(4) * cs
+				n := (rng.IntN(20) + 4) * cs
+				data := bytes.Repeat([]byte(fmt.Sprintf("line %d of a log\n", step)), n/16+1)[:n]
+				h.write(fl.ino, int64(off), data)
+				if end := off + n; end > len(fl.model) {
+					fl.model = append(fl.model, make([]byte, end-len(fl.model))...)
+				}
+				copy(fl.model[off:], data)
 			case r < 55: // a write of part of a chunk
 				h.writeModel(&fl.model, fl.ino, rng.IntN(len(fl.model)+cs), rng.IntN(3*cs)+1, rng)
 			case r < 62: // truncate
@@ -77,6 +86,7 @@ func TestSpill(t *testing.T) {
 				h.sync()
 			default:
 				spilled += h.spilled()
+				raw += h.spilledRaw()
 				h.reopen()
 			}
 		}
@@ -86,14 +96,15 @@ func TestSpill(t *testing.T) {
 			}
 		}
 		spilled += h.spilled()
+		raw += h.spilledRaw()
 		h.reopen()
 		for _, fl := range files {
 			if got := h.readAll(fl.ino); !bytes.Equal(got, fl.model) {
 				t.Fatalf("seed %d: contents after reopen differ from the model", seed)
 			}
 		}
-		if spilled == 0 {
-			t.Errorf("seed %d: nothing was spilled", seed)
+		if spilled == 0 || raw == 0 {
+			t.Errorf("seed %d: %d chunks spilled, %d of them by the write itself", seed, spilled, raw)
 		}
 	}
 }
@@ -102,6 +113,12 @@ func (h *harness) spilled() int {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	return h.f.spilledTotal
+}
+
+func (h *harness) spilledRaw() int {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	return h.f.spilledRaw
 }
 
 func slicesIndex[T comparable](s []T, v T) int {
