@@ -84,12 +84,15 @@ func (f *FS) canTakeBufLocked() bool {
 // reserveBufLocked makes sure a chunk buffer can be taken without
 // waiting, waiting (and releasing mu) while the pool is exhausted.
 func (f *FS) reserveBufLocked(ctx context.Context) error {
-	return f.reserveLocked(ctx, f.chunkSize)
+	return f.reserveLocked(ctx, f.chunkSize, nil)
 }
 
 // reserveLocked makes sure need bytes of buffers can be taken without
-// waiting, waiting (and releasing mu) while the budget is exhausted.
-func (f *FS) reserveLocked(ctx context.Context, need int) error {
+// waiting, waiting (and releasing mu) while the budget is exhausted. It
+// pushes every dirty slot but keep (if not nil: the slot a writer is
+// growing, which would otherwise have to wait for its own commit)
+// through the pipeline.
+func (f *FS) reserveLocked(ctx context.Context, need int, keep *slot) error {
 	for !f.canTakeLocked(need) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -100,7 +103,11 @@ func (f *FS) reserveLocked(ctx context.Context, need int) error {
 		f.bufWaits++
 		// Push everything dirty through the pipeline to free buffers.
 		for _, n := range f.dirty {
-			f.sealAllLocked(n)
+			for _, s := range n.slots {
+				if s != keep {
+					f.sealLocked(s)
+				}
+			}
 		}
 		f.kickCommit()
 		if err := f.waitLocked(ctx); err != nil {
@@ -973,7 +980,7 @@ func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64, end int) 
 		}
 	} else {
 		if need := f.frameBytes(end); !f.canTakeLocked(need) {
-			if err := f.reserveLocked(ctx, need); err != nil {
+			if err := f.reserveLocked(ctx, need, nil); err != nil {
 				return nil, err
 			}
 			return nil, errRetry
@@ -1167,7 +1174,13 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			s = f.wholeSlotLocked(n, idx)
 		} else {
 			var err error
-			s, err = f.dirtySlotLocked(ctx, n, idx, inChunk+piece)
+			// Only a file's first chunk starts in a small frame: past
+			// it the file is large, and its chunks fill their frames.
+			end := int(cs)
+			if idx == 0 {
+				end = inChunk + piece
+			}
+			s, err = f.dirtySlotLocked(ctx, n, idx, end)
 			if err == errRetry {
 				continue
 			}
@@ -1208,7 +1221,7 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			if end := inChunk + piece; end > len(s.buf) {
 				// A small frame too small for this write.
 				if !f.growLocked(s, end) {
-					if err := f.reserveLocked(ctx, f.frameBytes(end)); err != nil {
+					if err := f.reserveLocked(ctx, f.frameBytes(end), s); err != nil {
 						return fail(err)
 					}
 					continue // mu was released: look again
@@ -1392,9 +1405,13 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 		var tailSlot *slot
 		if tail := size % cs; tail != 0 {
 			idx := size / cs
-			s, err := f.dirtySlotLocked(context.Background(), n, idx, 0)
+			end := f.chunkSize
+			if idx == 0 {
+				end = 0
+			}
+			s, err := f.dirtySlotLocked(context.Background(), n, idx, end)
 			for err == errRetry {
-				s, err = f.dirtySlotLocked(context.Background(), n, idx, 0)
+				s, err = f.dirtySlotLocked(context.Background(), n, idx, end)
 			}
 			if err != nil {
 				return err
