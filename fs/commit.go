@@ -173,7 +173,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 					f.spillReady--
 					snap.spilled++
 				}
-				if s.frame != nil {
+				if s.holdsPoolFrame() {
 					f.readyBufs--
 				}
 				s.state = slotCommitting

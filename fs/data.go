@@ -58,29 +58,60 @@ type slot struct {
 	// rawSpill: written straight into spill slot spillSlot by a whole-
 	// chunk write (writeSpilledLocked), hashed there (prepareSpilled).
 	rawSpill bool
+	// small: frame is a small frame (small.go), not one of the pool's.
+	small bool
+}
+
+// holdsPoolFrame reports whether the slot holds a frame of the buffer
+// pool (counted in readyBufs once prepared), not a small one.
+func (s *slot) holdsPoolFrame() bool { return s.frame != nil && !s.small }
+
+// takenLocked returns the bytes of the buffer budget in use: the pool's
+// frames and the small frames.
+func (f *FS) takenLocked() int {
+	return f.bufCount*f.chunkSize + f.small.bytes
+}
+
+// canTakeLocked reports whether a writer may take need more bytes of
+// buffers now. Writers leave bufReserve chunks' worth to the workers,
+// which merge sealed sparse slots into chunk buffers: a worker waiting
+// for one then always has a commit to wait for (see mergeBase).
+func (f *FS) canTakeLocked(need int) bool {
+	return f.takenLocked()+need <= (f.bufMax-f.bufReserve)*f.chunkSize
 }
 
 // canTakeBufLocked reports whether a writer may take a chunk buffer now.
-// Writers leave bufReserve buffers to the workers, which merge sealed
-// sparse slots into buffers: a worker waiting for one then always has a
-// commit to wait for (see mergeBase).
 func (f *FS) canTakeBufLocked() bool {
-	return f.bufCount < f.bufMax-f.bufReserve
+	return f.canTakeLocked(f.chunkSize)
 }
 
-// reserveBufLocked makes sure a buffer can be taken without waiting, waiting
-// (and releasing mu) while the pool is exhausted.
+// reserveBufLocked makes sure a chunk buffer can be taken without
+// waiting, waiting (and releasing mu) while the pool is exhausted.
 func (f *FS) reserveBufLocked(ctx context.Context) error {
-	for !f.canTakeBufLocked() {
+	return f.reserveLocked(ctx, f.chunkSize, nil)
+}
+
+// reserveLocked makes sure need bytes of buffers can be taken without
+// waiting, waiting (and releasing mu) while the budget is exhausted. It
+// pushes every dirty slot but keep (if not nil: the slot a writer is
+// growing, which would otherwise have to wait for its own commit)
+// through the pipeline.
+func (f *FS) reserveLocked(ctx context.Context, need int, keep *slot) error {
+	for !f.canTakeLocked(need) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if f.broken != nil {
 			return syscall.EIO
 		}
+		f.bufWaits++
 		// Push everything dirty through the pipeline to free buffers.
 		for _, n := range f.dirty {
-			f.sealAllLocked(n)
+			for _, s := range n.slots {
+				if s != keep {
+					f.sealLocked(s)
+				}
+			}
 		}
 		f.kickCommit()
 		if err := f.waitLocked(ctx); err != nil {
@@ -173,6 +204,47 @@ func (f *FS) takeFrameLocked() []byte {
 func (f *FS) takeBufLocked(s *slot) {
 	s.frame = f.takeFrameLocked()
 	s.buf = s.frame[chunkstore.HeaderSize:]
+	s.small = false
+}
+
+// frameBytes returns the bytes of budget a slot's frame for a plaintext
+// of end bytes takes: a small frame's, or a chunk frame's.
+func (f *FS) frameBytes(end int) int {
+	if i := f.small.class(chunkstore.HeaderSize + end); i >= 0 {
+		return f.small.classes[i]
+	}
+	return f.chunkSize
+}
+
+// takeSlotBufLocked gives s, which has no buffer, one for a plaintext of
+// end bytes: a small frame if one is large enough, otherwise a chunk
+// buffer. The caller has made sure there is room (canTakeLocked with
+// frameBytes(end)).
+func (f *FS) takeSlotBufLocked(s *slot, end int) {
+	i := f.small.class(chunkstore.HeaderSize + end)
+	if i < 0 {
+		f.takeBufLocked(s)
+		return
+	}
+	s.frame = f.small.take(i)
+	s.buf = s.frame[chunkstore.HeaderSize:]
+	s.small = true
+}
+
+// growLocked gives a dirty slot with a small frame one that holds a
+// plaintext of end bytes (a small frame or a chunk buffer), keeping its
+// bytes. It reports false, changing nothing, when the budget has no room
+// for the new frame beside the old.
+func (f *FS) growLocked(s *slot, end int) bool {
+	if !f.canTakeLocked(f.frameBytes(end)) {
+		return false
+	}
+	old := *s
+	s.frame, s.buf = nil, nil
+	f.takeSlotBufLocked(s, end)
+	copy(s.buf, old.buf[:old.hi])
+	f.freeFrameLocked(&old)
+	return true
 }
 
 // freeBufLocked returns s's buffer, if it has one, to the pool, and its
@@ -189,6 +261,12 @@ func (f *FS) freeBufLocked(s *slot) {
 // freeFrameLocked returns s's buffer, if it has one, to the pool.
 func (f *FS) freeFrameLocked(s *slot) {
 	if s.frame == nil {
+		return
+	}
+	if s.small {
+		f.small.give(s.frame)
+		s.frame, s.buf, s.small = nil, nil, false
+		f.cond.Broadcast()
 		return
 	}
 	f.bufCount--
@@ -260,7 +338,7 @@ func (f *FS) supersedeLocked(s *slot) {
 	s.superseded = true
 	switch s.state {
 	case slotDirty, slotPrepared:
-		if s.state == slotPrepared && s.frame != nil {
+		if s.state == slotPrepared && s.holdsPoolFrame() {
 			f.readyBufs--
 		}
 		if s.state == slotPrepared && s.spilled {
@@ -335,10 +413,16 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool, spil
 			f.kickCommit()
 		}
 	}
-	if s.frame != nil {
+	if s.holdsPoolFrame() {
 		if f.readyBufs++; f.readyBufs == f.batchBufs {
 			f.kickCommit()
 		}
+	}
+	if s.small && !f.small.kicked && f.small.bytes >= f.small.batch {
+		// Small chunks fill a quarter of the budget: commit them before
+		// writers have to wait for room.
+		f.small.kicked = true
+		f.kickCommit()
 	}
 	if s.relieve {
 		// Sealed to relieve the page budget: nobody else asks for its
@@ -399,7 +483,7 @@ func (f *FS) prepareSlot(s *slot, scratch []byte) {
 		// A merged slot (written in parts over a stored chunk: a
 		// database) stays in its buffer: the cache keeps it after its
 		// commit for the next merge (cleanAfterCommitLocked).
-		if !hole && p.Codec == chunkstore.CodecRaw && p.Value() != nil && !s.superseded && !s.merged {
+		if !hole && p.Codec == chunkstore.CodecRaw && p.Value() != nil && !s.superseded && !s.merged && !s.small {
 			spillSlot = f.takeSpillLocked()
 		}
 		f.mu.Unlock()
@@ -489,7 +573,7 @@ func (f *FS) mergeBase(s *slot) bool {
 		// bytes read as zeros from now on, the rest of the write survives.
 	}
 	f.mu.Lock()
-	for !s.superseded && f.bufCount >= f.bufMax && f.broken == nil && !f.closed {
+	for !s.superseded && f.takenLocked()+f.chunkSize > f.bufMax*f.chunkSize && f.broken == nil && !f.closed {
 		f.kickCommit()
 		f.cond.Wait()
 	}
@@ -872,7 +956,10 @@ func (f *FS) prefetcher() {
 // per write, where a sparse slot costs the pages written. mu may be
 // released (waiting for that, or for a buffer): then it returns errRetry
 // and the caller looks again.
-func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64) (*slot, error) {
+//
+// end is how far into the chunk the caller will write: a slot with a
+// buffer gets one that holds that much (a small frame if it can).
+func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64, end int) (*slot, error) {
 	old := n.slots[idx]
 	if old != nil && old.state == slotDirty {
 		return old, nil
@@ -906,13 +993,13 @@ func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64) (*slot, e
 			return nil, err
 		}
 	} else {
-		if !f.canTakeBufLocked() {
-			if err := f.reserveBufLocked(ctx); err != nil {
+		if need := f.frameBytes(end); !f.canTakeLocked(need) {
+			if err := f.reserveLocked(ctx, need, nil); err != nil {
 				return nil, err
 			}
 			return nil, errRetry
 		}
-		f.takeBufLocked(s)
+		f.takeSlotBufLocked(s, end)
 	}
 	if old != nil {
 		f.supersedeLocked(old)
@@ -968,7 +1055,7 @@ func (s *slot) read(off int, out []byte) {
 // buffer unless the chunk has a dirty slot with one.
 func (f *FS) wholeSlotLocked(n *node, idx uint64) *slot {
 	old := n.slots[idx]
-	if old != nil && old.state == slotDirty && !old.hasBase {
+	if old != nil && old.state == slotDirty && !old.hasBase && !old.small {
 		return old
 	}
 	if old != nil {
@@ -1085,7 +1172,7 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				continue
 			}
 		}
-		if s := n.slots[idx]; s == nil || s.state != slotDirty || (piece == int(cs) && s.hasBase) {
+		if s := n.slots[idx]; s == nil || s.state != slotDirty || (piece == int(cs) && (s.hasBase || s.small)) {
 			// A partial write may need no buffer (a sparse slot):
 			// dirtySlotLocked reserves one if it does.
 			if piece == int(cs) {
@@ -1112,7 +1199,13 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 			s = f.wholeSlotLocked(n, idx)
 		} else {
 			var err error
-			s, err = f.dirtySlotLocked(ctx, n, idx)
+			// Only a file's first chunk starts in a small frame: past
+			// it the file is large, and its chunks fill their frames.
+			end := int(cs)
+			if idx == 0 {
+				end = inChunk + piece
+			}
+			s, err = f.dirtySlotLocked(ctx, n, idx, end)
 			if err == errRetry {
 				continue
 			}
@@ -1150,6 +1243,15 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 				f.relievePagesLocked()
 			}
 		} else {
+			if end := inChunk + piece; end > len(s.buf) {
+				// A small frame too small for this write.
+				if !f.growLocked(s, end) {
+					if err := f.reserveLocked(ctx, f.frameBytes(end), s); err != nil {
+						return fail(err)
+					}
+					continue // mu was released: look again
+				}
+			}
 			s.write(inChunk, data[written:written+piece])
 		}
 		s.gen = f.bump()
@@ -1328,9 +1430,13 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 		var tailSlot *slot
 		if tail := size % cs; tail != 0 {
 			idx := size / cs
-			s, err := f.dirtySlotLocked(context.Background(), n, idx)
+			end := f.chunkSize
+			if idx == 0 {
+				end = 0
+			}
+			s, err := f.dirtySlotLocked(context.Background(), n, idx, end)
 			for err == errRetry {
-				s, err = f.dirtySlotLocked(context.Background(), n, idx)
+				s, err = f.dirtySlotLocked(context.Background(), n, idx, end)
 			}
 			if err != nil {
 				return err

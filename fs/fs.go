@@ -181,6 +181,10 @@ type FS struct {
 	// quiet is set by the committer's tick: nothing changed since the
 	// tick before (a background commit then takes spilled slots).
 	quiet bool
+	// small chunks' frames (small.go)
+	small smallPool
+	// bufWaits counts the times a writer waited for buffer room (tests).
+	bufWaits int
 	// pages of sparse slots (data.go)
 	freePages   [][]byte
 	pageCount   int // pages in use
@@ -277,6 +281,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		pageBytes = bufBytes
 	}
 	f.pageMax = max(pageBytes/pageSize, 64)
+	f.small.init((chunkstore.HeaderSize+f.chunkSize)/8, f.bufMax*f.chunkSize)
 	switch spillBytes := opts.SpillBytes; {
 	case spillBytes == 0:
 		f.spillSlots = (512 << 20) / f.chunkSize
@@ -674,7 +679,7 @@ func (f *FS) SetLimit(limit uint64) {
 }
 
 func (f *FS) usedLocked() uint64 {
-	return f.used + uint64(f.bufCount)*uint64(f.chunkSize)
+	return f.used + uint64(f.takenLocked())
 }
 
 func (f *FS) bump() uint64 { f.gen++; return f.gen }

@@ -141,7 +141,7 @@ func (h *harness) sync() {
 	}
 	// Everything is committed: no buffer may be held, nothing may wait.
 	h.f.mu.Lock()
-	bufs, pending := h.f.bufCount, h.f.pending
+	bufs, small, pending := h.f.bufCount, h.f.small.bytes, h.f.pending
 	spilled := h.f.spillReady
 	if h.f.spill != nil {
 		// Released slots hold nothing; their pages are dropped
@@ -149,8 +149,8 @@ func (h *harness) sync() {
 		spilled += h.f.spillSlots - len(h.f.spill.free) - len(h.f.spill.released) - h.f.spill.cleaning
 	}
 	h.f.mu.Unlock()
-	if bufs != 0 || pending != 0 || spilled != 0 {
-		h.t.Errorf("after Sync: %d buffers in use, %d slots pending, %d spilled", bufs, pending, spilled)
+	if bufs != 0 || small != 0 || pending != 0 || spilled != 0 {
+		h.t.Errorf("after Sync: %d buffers and %d bytes of small frames in use, %d slots pending, %d spilled", bufs, small, pending, spilled)
 	}
 }
 
