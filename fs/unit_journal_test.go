@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+
+	"github.com/computerfs/computerfs/chunkstore"
 )
 
 // changeLine renders a record for comparison: "op path[ -> new]".
@@ -217,5 +219,86 @@ func TestReplace(t *testing.T) {
 	}
 	if _, err := h.f.GetAttr(old.Ino); err != syscall.ENOENT {
 		t.Fatalf("the replaced inode lives on: %v", err)
+	}
+}
+
+// TestJournalPruneMany prunes records spanning many leaves in one commit
+// (the prune deletes by key; see applyJournal) and checks what is kept.
+func TestJournalPruneMany(t *testing.T) {
+	h := small(t)
+	h.f.jn.keep = 100
+	for i := range 3000 {
+		h.file(RootIno, fmt.Sprintf("f%04d", i))
+	}
+	h.sync()
+	list, err := h.f.Changes(2990, 0)
+	if err != nil || len(list.Changes) != 10 {
+		t.Fatalf("recent changes: %d records, err %v", len(list.Changes), err)
+	}
+	if list.First != 3000-100+1 {
+		t.Fatalf("first kept %d, want %d", list.First, 3000-100+1)
+	}
+	var n int
+	for since := list.First - 1; ; {
+		page, err := h.f.Changes(since, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) == 0 {
+			break
+		}
+		for _, c := range page.Changes {
+			if want := fmt.Sprintf("/f%04d", c.Seq-1); c.Path != want {
+				t.Fatalf("record %d names %s, want %s", c.Seq, c.Path, want)
+			}
+		}
+		n += len(page.Changes)
+		since = page.Next
+	}
+	if n != 100 {
+		t.Fatalf("paged %d records, want 100", n)
+	}
+	h.reopen()
+	if list, err := h.f.Changes(2999, 0); err != nil || list.First != 2901 || len(list.Changes) != 1 {
+		t.Fatalf("after reopen: first %d, %d records, err %v", list.First, len(list.Changes), err)
+	}
+}
+
+// BenchmarkJournalPrune times the commit that prunes JournalKeep/8
+// records from a full journal (the one commit in every JournalKeep/8
+// changes that pays for pruning).
+func BenchmarkJournalPrune(b *testing.B) {
+	h := small(b)
+	recs := make([]Change, 0, JournalKeep/8)
+	var seq uint64
+	batch := func(n int) []Change {
+		recs = recs[:0]
+		for range n {
+			seq++
+			recs = append(recs, Change{Seq: seq, Time: 1, Op: OpCreate, Ino: 2, Type: 0o100000, Path: fmt.Sprintf("/dir/file%07d", seq)})
+		}
+		return recs
+	}
+	put := func(n int) {
+		if err := h.f.update(func(tx *chunkstore.Tx) error {
+			_, err := applyJournal(tx, batch(n), JournalKeep)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Fill to the most a journal holds unpruned; one record more prunes
+	// JournalKeep/8 of them.
+	for left := JournalKeep + JournalKeep/8; left > 0; left -= min(left, 10_000) {
+		put(min(left, 10_000))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if i > 0 {
+			b.StopTimer()
+			put(JournalKeep / 8)
+			b.StartTimer()
+		}
+		put(1)
 	}
 }
