@@ -132,19 +132,7 @@ func TestJournalPruning(t *testing.T) {
 		t.Fatalf("first kept %d", list.First)
 	}
 	// Paging returns every kept record once.
-	var n int
-	for since := list.First - 1; ; {
-		page, err := h.f.Changes(since, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Changes) == 0 {
-			break
-		}
-		n += len(page.Changes)
-		since = page.Next
-	}
-	if want := int(100 - list.First + 1); n != want {
+	if n, want := len(pageChanges(t, h.f, list.First-1, 3)), int(100-list.First+1); n != want {
 		t.Fatalf("paged %d records, want %d", n, want)
 	}
 	h.fsckOpen()
@@ -238,29 +226,35 @@ func TestJournalPruneMany(t *testing.T) {
 	if list.First != 3000-100+1 {
 		t.Fatalf("first kept %d, want %d", list.First, 3000-100+1)
 	}
-	var n int
-	for since := list.First - 1; ; {
-		page, err := h.f.Changes(since, 7)
-		if err != nil {
-			t.Fatal(err)
+	kept := pageChanges(t, h.f, list.First-1, 7)
+	for _, c := range kept {
+		if want := fmt.Sprintf("/f%04d", c.Seq-1); c.Path != want {
+			t.Fatalf("record %d names %s, want %s", c.Seq, c.Path, want)
 		}
-		if len(page.Changes) == 0 {
-			break
-		}
-		for _, c := range page.Changes {
-			if want := fmt.Sprintf("/f%04d", c.Seq-1); c.Path != want {
-				t.Fatalf("record %d names %s, want %s", c.Seq, c.Path, want)
-			}
-		}
-		n += len(page.Changes)
-		since = page.Next
 	}
-	if n != 100 {
-		t.Fatalf("paged %d records, want 100", n)
+	if len(kept) != 100 {
+		t.Fatalf("paged %d records, want 100", len(kept))
 	}
 	h.reopen()
 	if list, err := h.f.Changes(2999, 0); err != nil || list.First != 2901 || len(list.Changes) != 1 {
 		t.Fatalf("after reopen: first %d, %d records, err %v", list.First, len(list.Changes), err)
+	}
+}
+
+// pageChanges reads the journal after since in pages of size.
+func pageChanges(t *testing.T, f *FS, since uint64, size int) []Change {
+	t.Helper()
+	var all []Change
+	for {
+		page, err := f.Changes(since, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) == 0 {
+			return all
+		}
+		all = append(all, page.Changes...)
+		since = page.Next
 	}
 }
 
