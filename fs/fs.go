@@ -289,8 +289,9 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		f.spillSlots = max(spillBytes/f.chunkSize, 1)
 	}
 	// A quarter of the pool: the spill pages a commit maps count in the
-	// daemon's RSS until it ends (with half, rss-4g's peak held 36 MiB of
-	// them, 206-243 MiB in all against the 256 MiB it must stay under).
+	// daemon's RSS until it ends (with half, one rss-4g peak held 36 MiB
+	// of them, and peaks reached 243 MiB against the 256 it must stay
+	// under).
 	f.spillBatch = max(1, f.bufMax/4)
 	if err := f.load(opts); err != nil {
 		return nil, err
