@@ -76,6 +76,7 @@ func mountSource(dir string) (mountPoint, fstype, source string, err error) {
 type fileMapping struct {
 	pid        int
 	start, end uintptr
+	offset     uint64 // of start in the file
 }
 
 // mappingsOf lists every mapping of the file with the given device and
@@ -112,7 +113,11 @@ func mappingsOf(dev, ino uint64) ([]fileMapping, error) {
 			if err1 != nil || err2 != nil || e <= s {
 				continue
 			}
-			out = append(out, fileMapping{pid: pid, start: uintptr(s), end: uintptr(e)})
+			off, err := strconv.ParseUint(fl[2], 16, 64)
+			if err != nil {
+				continue
+			}
+			out = append(out, fileMapping{pid: pid, start: uintptr(s), end: uintptr(e), offset: off})
 		}
 	}
 	return out, nil
@@ -167,7 +172,15 @@ func coldStoreFile(path string) (mappings, procs int, err error) {
 	}
 	seen := map[int]bool{}
 	for _, m := range ms {
-		if err := pageOut(m.pid, m.start, m.end); err != nil {
+		// A store's map runs far past its file (chunkstore's
+		// initialMap): only the part over the file's bytes has pages.
+		end := m.end
+		if size := uint64(st.Size); m.offset < size && uint64(end-m.start) > size-m.offset {
+			end = m.start + (uintptr(size-m.offset+uint64(os.Getpagesize())-1) &^ uintptr(os.Getpagesize()-1))
+		} else if m.offset >= size {
+			continue
+		}
+		if err := pageOut(m.pid, m.start, end); err != nil {
 			return 0, 0, fmt.Errorf("page out %s: %w", path, err)
 		}
 		seen[m.pid] = true
