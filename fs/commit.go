@@ -138,7 +138,16 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	// half the spill file is taken: the commits' work (bbolt's copies,
 	// writes and fdatasyncs) then runs after the writer, or when it
 	// must, as the kernel writes back a file written without fsync.
-	spilled := 0
+	// How many slots holding pool frames it may take: all of them for a
+	// waiter or at close, batchBufs otherwise. bbolt copies every value
+	// of a commit into pages of its own before writing them, so a commit
+	// of the whole pool held the pool twice (eight writers: 74 MiB of
+	// bbolt's copies at the peak; with batchBufs, 15). The rest is left
+	// for the next commit, kicked at once below.
+	spilled, frames := 0, math.MaxInt
+	if f.syncWaiters == 0 && !f.closed {
+		frames = f.batchBufs
+	}
 	switch {
 	case f.draining > 0:
 		spilled = f.spillBatch
@@ -164,16 +173,17 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 		}
 		for _, s := range n.slots {
 			if s.state == slotPrepared {
+				pool := s.holdsPoolFrame()
+				if s.spilled && spilled == 0 || pool && frames == 0 {
+					continue // left for the next commit
+				}
 				if s.spilled {
-					if spilled == 0 {
-						// Left for the next commit; see spillBatch.
-						continue
-					}
 					spilled--
 					f.spillReady--
 					snap.spilled++
 				}
-				if s.holdsPoolFrame() {
+				if pool {
+					frames--
 					f.readyBufs--
 				}
 				s.state = slotCommitting
@@ -182,6 +192,9 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 		}
 	}
 	f.mostSpilled = max(f.mostSpilled, snap.spilled)
+	if f.readyBufs >= f.batchBufs {
+		f.kickCommit()
+	}
 	return snap
 }
 
