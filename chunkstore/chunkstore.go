@@ -98,8 +98,9 @@ var (
 const magic = "computerfs workspace"
 
 // initialMap is the size of bbolt's map of a store opened for writing
-// (see Open): 64 GiB of address space.
-const initialMap = 1 << 36
+// (see Open): 64 GiB of address space on a 64-bit machine, 1 GiB on a
+// 32-bit one (where bbolt maps at most 2 GiB).
+const initialMap = 1 << (30 + 6*(^uint(0)>>63))
 
 // Options configure Open.
 type Options struct {
