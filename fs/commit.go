@@ -144,8 +144,9 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	// of the whole pool held the pool twice (eight writers: 74 MiB of
 	// bbolt's copies at the peak; with batchBufs, 15). The rest is left
 	// for the next commit, kicked at once below.
-	spilled, frames := 0, math.MaxInt
-	if f.syncWaiters == 0 && !f.closed {
+	spilled, frames, took := 0, math.MaxInt, 0
+	background := f.syncWaiters == 0 && !f.closed
+	if background {
 		frames = f.batchBufs
 	}
 	switch {
@@ -184,6 +185,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 				}
 				if pool {
 					frames--
+					took++
 					f.readyBufs--
 				}
 				s.state = slotCommitting
@@ -192,6 +194,9 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 		}
 	}
 	f.mostSpilled = max(f.mostSpilled, snap.spilled)
+	if background {
+		f.mostFrames = max(f.mostFrames, took)
+	}
 	if f.readyBufs >= f.batchBufs {
 		f.kickCommit()
 	}

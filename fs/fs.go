@@ -173,11 +173,13 @@ type FS struct {
 	// (drainSpillLocked): its snapshots take spillBatch spilled slots.
 	draining int
 	// spilledTotal counts the chunks ever spilled, spilledRaw those
-	// of them written straight to the spill file, and mostSpilled the
-	// most one snapshot took (tests).
+	// of them written straight to the spill file, mostSpilled the
+	// most one snapshot took, and mostFrames the most pool frames one
+	// background snapshot took (tests).
 	spilledTotal int
 	spilledRaw   int
 	mostSpilled  int
+	mostFrames   int
 	// quiet is set by the committer's tick: nothing changed since the
 	// tick before (a background commit then takes spilled slots).
 	quiet bool

@@ -259,3 +259,65 @@ func TestSpillFsyncBatches(t *testing.T) {
 		t.Fatal("contents after reopen differ")
 	}
 }
+
+// TestCommitFramesBatch checks that a background commit takes at most
+// batchBufs of the pool's prepared chunks and leaves the rest to the
+// commit it starts at once after it: bbolt copies every value of a
+// commit into pages of its own, so one commit of the whole pool held the
+// pool twice (rss-8x512m).
+func TestCommitFramesBatch(t *testing.T) {
+	const cs = 64 << 10
+	h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 16 * cs, SpillBytes: -1, CommitInterval: time.Hour})
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := make([]byte, 8*cs)
+	rand.NewChaCha8([32]byte{2}).Read(data)
+	// No commit starts while the test holds commitMu: the workers
+	// prepare all eight chunks first.
+	h.f.commitMu.Lock()
+	h.write(ino, 0, data)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.f.mu.Lock()
+		ready, batch := h.f.readyBufs, h.f.batchBufs
+		h.f.mu.Unlock()
+		if ready == 8 {
+			if batch >= 8 {
+				h.f.commitMu.Unlock()
+				t.Fatalf("batchBufs is %d: the test needs fewer than 8", batch)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			h.f.commitMu.Unlock()
+			t.Fatalf("%d of 8 chunks prepared after 10 s", ready)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.f.commitMu.Unlock()
+	// The committer commits them in batches, each kicking the next.
+	for {
+		h.f.mu.Lock()
+		ready := h.f.readyBufs
+		h.f.mu.Unlock()
+		if ready == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d prepared chunks left uncommitted after 10 s without a tick", ready)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.f.mu.Lock()
+	most, batch := h.f.mostFrames, h.f.batchBufs
+	h.f.mu.Unlock()
+	if most == 0 || most > batch {
+		t.Errorf("a background commit took %d pool frames, want 1 to %d", most, batch)
+	}
+	if err := h.f.Fsync(context.Background(), ino); err != nil {
+		t.Fatal(err)
+	}
+	h.reopen()
+	if got := h.readAll(ino); !bytes.Equal(got, data) {
+		t.Fatal("contents after reopen differ")
+	}
+}
