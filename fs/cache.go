@@ -118,6 +118,17 @@ func (c *chunkCache) buffer(n int) []byte {
 	return make([]byte, n, max(n, c.bufCap))
 }
 
+// trim drops the recycled buffers but two (FS.trimPoolsLocked); the
+// cached chunks stay.
+func (c *chunkCache) trim() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.free) > 2 {
+		clear(c.free[2:])
+		c.free = c.free[:2:2]
+	}
+}
+
 // recycle takes back a buffer nobody uses.
 func (c *chunkCache) recycle(b []byte) {
 	c.mu.Lock()

@@ -107,6 +107,9 @@ func (f *FS) committer() {
 			}
 			// Quiet: nothing changed since the last tick.
 			f.quiet = f.gen == last
+			if f.quiet && f.gen == older {
+				f.trimPoolsLocked()
+			}
 			tickGens[t%sparseIdleTicks] = f.gen
 			t++
 			f.mu.Unlock()

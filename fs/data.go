@@ -302,6 +302,34 @@ func (f *FS) takeSpillLocked() int {
 	return i
 }
 
+// Kept free while writes pause (trimPoolsLocked): frames for the
+// writers a burst starts with, a few hundred sparse pages.
+const (
+	keepFreeFrames = 4
+	keepFreePages  = 256
+)
+
+// trimPoolsLocked lets the garbage collector have the free buffers the
+// pools keep past a few, once nothing has been written for
+// sparseIdleTicks ticks. Without it a burst of writes left up to the
+// whole buffer pool, the page pool and the chunk cache's spare buffers
+// free but held (142 MiB of heap after a bench's random writes), which
+// kept the heap at the soft memory limit: the collector then ran every
+// few hundred milliseconds for as long as the daemon lived, and SQLite's
+// transactions took twice the CPU (2.7 s against 1.4).
+func (f *FS) trimPoolsLocked() {
+	if len(f.freeBufs) > keepFreeFrames {
+		clear(f.freeBufs[keepFreeFrames:])
+		f.freeBufs = f.freeBufs[:keepFreeFrames:keepFreeFrames]
+	}
+	if len(f.freePages) > keepFreePages {
+		clear(f.freePages[keepFreePages:])
+		f.freePages = f.freePages[:keepFreePages:keepFreePages]
+	}
+	f.small.trim()
+	f.cache.trim()
+}
+
 // newPageLocked returns a zeroed page from the page pool.
 func (f *FS) newPageLocked() []byte {
 	f.pageCount++

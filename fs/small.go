@@ -68,6 +68,12 @@ func (p *smallPool) take(i int) []byte {
 	return make([]byte, p.classes[i])
 }
 
+// trim drops the free frames (trimPoolsLocked).
+func (p *smallPool) trim() {
+	clear(p.free)
+	p.freeBytes = 0
+}
+
 // give returns a frame taken from the pool.
 func (p *smallPool) give(fr []byte) {
 	fr = fr[:cap(fr)]

@@ -321,3 +321,57 @@ func TestCommitFramesBatch(t *testing.T) {
 		t.Fatal("contents after reopen differ")
 	}
 }
+
+// TestTrimPoolsWhenQuiet checks that the buffers a burst of writes left
+// free go back to the garbage collector once nothing has been written
+// for a while: held, they kept the heap at the soft memory limit and the
+// collector running for as long as the daemon lived.
+func TestTrimPoolsWhenQuiet(t *testing.T) {
+	const cs = 64 << 10
+	h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 32 * cs, CommitInterval: 5 * time.Millisecond})
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := make([]byte, 16*cs)
+	rand.NewChaCha8([32]byte{3}).Read(data)
+	h.write(ino, 0, data)
+	if err := h.f.Fsync(context.Background(), ino); err != nil {
+		t.Fatal(err)
+	}
+	// Pages over stored chunks: sparse slots.
+	for i := range 16 {
+		h.write(ino, int64(i)*cs+4096, data[:4096])
+		copy(data[i*cs+4096:], data[:4096])
+	}
+	if err := h.f.Fsync(context.Background(), ino); err != nil {
+		t.Fatal(err)
+	}
+	h.f.mu.Lock()
+	frames, pages := len(h.f.freeBufs), len(h.f.freePages)
+	h.f.mu.Unlock()
+	if frames <= keepFreeFrames {
+		t.Fatalf("only %d free frames after the burst: the test proves nothing", frames)
+	}
+	t.Logf("after the burst: %d free frames, %d free pages", frames, pages)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.f.mu.Lock()
+		frames, pages = len(h.f.freeBufs), len(h.f.freePages)
+		small := h.f.small.freeBytes
+		h.f.mu.Unlock()
+		if frames <= keepFreeFrames && pages <= keepFreePages && small == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d free frames, %d free pages, %d bytes of small frames after 10 s quiet", frames, pages, small)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The pools fill again as needed.
+	h.write(ino, 0, data[:4*cs])
+	if err := h.f.Fsync(context.Background(), ino); err != nil {
+		t.Fatal(err)
+	}
+	h.reopen()
+	if got := h.readAll(ino); !bytes.Equal(got, data) {
+		t.Fatal("contents after reopen differ")
+	}
+}
