@@ -134,6 +134,17 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	for ino := range f.dead {
 		snap.dead = append(snap.dead, ino)
 	}
+	// How many slots holding pool frames it may take: all of them for a
+	// waiter or at close, batchBufs otherwise. bbolt copies every value
+	// of a commit into pages of its own before writing them, so a commit
+	// of the whole pool held the pool twice (eight writers: 74 MiB of
+	// bbolt's copies at the peak; with batchBufs, 15). The rest is left
+	// for the next commit, kicked at once below.
+	frames, took := math.MaxInt, 0
+	background := f.syncWaiters == 0 && !f.closed
+	if background {
+		frames = f.batchBufs
+	}
 	// How many spilled slots this snapshot may take: all of them if
 	// anyone waits for a commit (an fsync: it must find its chunks in
 	// the commit after it), spillBatch otherwise.
@@ -141,17 +152,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 	// half the spill file is taken: the commits' work (bbolt's copies,
 	// writes and fdatasyncs) then runs after the writer, or when it
 	// must, as the kernel writes back a file written without fsync.
-	// How many slots holding pool frames it may take: all of them for a
-	// waiter or at close, batchBufs otherwise. bbolt copies every value
-	// of a commit into pages of its own before writing them, so a commit
-	// of the whole pool held the pool twice (eight writers: 74 MiB of
-	// bbolt's copies at the peak; with batchBufs, 15). The rest is left
-	// for the next commit, kicked at once below.
-	spilled, frames, took := 0, math.MaxInt, 0
-	background := f.syncWaiters == 0 && !f.closed
-	if background {
-		frames = f.batchBufs
-	}
+	spilled := 0
 	switch {
 	case f.draining > 0:
 		spilled = f.spillBatch
