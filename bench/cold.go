@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/internal/procmaps"
 )
 
 // Making another process's store cold.
@@ -74,9 +75,8 @@ func mountSource(dir string) (mountPoint, fstype, source string, err error) {
 
 // fileMapping is a range of a process's address space that maps a file.
 type fileMapping struct {
-	pid        int
-	start, end uintptr
-	offset     uint64 // of start in the file
+	pid int
+	procmaps.Mapping
 }
 
 // mappingsOf lists every mapping of the file with the given device and
@@ -87,37 +87,18 @@ func mappingsOf(dev, ino uint64) ([]fileMapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
 	var out []fileMapping
 	for _, ent := range ents {
 		pid, err := strconv.Atoi(ent.Name())
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "maps"))
+		ms, err := procmaps.Of(ent.Name(), dev, ino)
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			// 7f..-7f.. r--s 00000000 fd:01 1234 /path
-			fl := strings.Fields(line)
-			if len(fl) < 5 || fl[3] != want || fl[4] != strconv.FormatUint(ino, 10) {
-				continue
-			}
-			lo, hi, ok := strings.Cut(fl[0], "-")
-			if !ok {
-				continue
-			}
-			s, err1 := strconv.ParseUint(lo, 16, 64)
-			e, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 != nil || err2 != nil || e <= s {
-				continue
-			}
-			off, err := strconv.ParseUint(fl[2], 16, 64)
-			if err != nil {
-				continue
-			}
-			out = append(out, fileMapping{pid: pid, start: uintptr(s), end: uintptr(e), offset: off})
+		for _, m := range ms {
+			out = append(out, fileMapping{pid: pid, Mapping: m})
 		}
 	}
 	return out, nil
@@ -174,13 +155,13 @@ func coldStoreFile(path string) (mappings, procs int, err error) {
 	for _, m := range ms {
 		// A store's map runs far past its file (chunkstore's
 		// initialMap): only the part over the file's bytes has pages.
-		end := m.end
-		if size := uint64(st.Size); m.offset < size && uint64(end-m.start) > size-m.offset {
-			end = m.start + (uintptr(size-m.offset+uint64(os.Getpagesize())-1) &^ uintptr(os.Getpagesize()-1))
-		} else if m.offset >= size {
+		end := m.End
+		if size := uint64(st.Size); m.Offset < size && uint64(end-m.Start) > size-m.Offset {
+			end = m.Start + (uintptr(size-m.Offset+uint64(os.Getpagesize())-1) &^ uintptr(os.Getpagesize()-1))
+		} else if m.Offset >= size {
 			continue
 		}
-		if err := pageOut(m.pid, m.start, end); err != nil {
+		if err := pageOut(m.pid, m.Start, end); err != nil {
 			return 0, 0, fmt.Errorf("page out %s: %w", path, err)
 		}
 		seen[m.pid] = true

@@ -1,37 +1,28 @@
 package chunkstore_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/procmaps"
 )
 
-// storeMaps lists this process's mappings of the file at path, as
-// "start-end" address ranges.
-func storeMaps(t *testing.T, path string) []string {
+// storeMaps lists this process's mappings of the file at path.
+func storeMaps(t *testing.T, path string) []procmaps.Mapping {
 	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("/proc/self/maps")
+	ms, err := procmaps.Of("self", st.Dev, st.Ino)
 	if err != nil {
 		t.Skipf("no /proc/self/maps: %v", err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		fl := strings.Fields(line)
-		if len(fl) >= 5 && fl[4] == strconv.FormatUint(st.Ino, 10) && strings.HasSuffix(line, path) {
-			out = append(out, fl[0])
-		}
-	}
-	return out
+	return ms
 }
 
 // TestMapPastFile checks that a store opened for writing is
@@ -48,11 +39,7 @@ func TestMapPastFile(t *testing.T) {
 	if len(before) != 1 {
 		t.Fatalf("store mapped %d times (%v), want once", len(before), before)
 	}
-	var lo, hi uint64
-	if _, err := fmt.Sscanf(before[0], "%x-%x", &lo, &hi); err != nil {
-		t.Fatalf("parse %q: %v", before[0], err)
-	}
-	if size := hi - lo; size < 64<<30 {
+	if size := before[0].End - before[0].Start; size < 64<<30 {
 		t.Fatalf("store mapped over %d bytes, want at least 64 GiB", size)
 	}
 	// 48 MiB in commits of 4 MiB: the file grows past the map bbolt
