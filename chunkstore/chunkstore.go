@@ -146,6 +146,9 @@ type Store struct {
 	// directReads counts bodies read with O_DIRECT (preadLeafDirect),
 	// for tests.
 	directReads atomic.Uint64
+	// warmed counts chunks whose bodies ReadAt asked the kernel to read
+	// ahead (warmAfter), for tests.
+	warmed atomic.Uint64
 	// outboards keeps the outboards ReadAt read last (leaf.go).
 	outboards outboardCache
 	// rolledBack says why the store opened at the commit before its

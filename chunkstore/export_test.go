@@ -3,9 +3,11 @@ package chunkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/computerfs/computerfs/internal/sealed"
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // DowngradeToFormat2 rewrites a store as format 2 wrote it: every record
@@ -57,3 +59,39 @@ func (s *Store) CachedOutboard(id ID) []byte { return s.outboards.get(id) }
 
 // DirectReads counts the bodies read with O_DIRECT.
 func (s *Store) DirectReads() uint64 { return s.directReads.Load() }
+
+// Warmed counts the chunks whose bodies ReadAt asked the kernel to read
+// ahead.
+func (s *Store) Warmed() uint64 { return s.warmed.Load() }
+
+// WarmAfter is warmAfter.
+const WarmAfter = warmAfter
+
+// BodyCached reports how many of the pages of chunk id's raw body (its
+// plaintext in its leaf) are in the page cache, and how many it has.
+func (s *Store) BodyCached(id ID) (cached, pages uint64, err error) {
+	err = s.View(func(tx *Tx) error {
+		v, err := tx.index().Get(id[:])
+		if err != nil || v == nil {
+			return fmt.Errorf("chunk %s: %v", id.Short(), err)
+		}
+		e, err := decodeIndexEntry(v)
+		if err != nil {
+			return err
+		}
+		pos, ok := tx.leafPos(e.Seq)
+		if !ok {
+			return fmt.Errorf("chunk %s: no leaf", id.Short())
+		}
+		at := pos + int64(rawLeafLayout(int(e.Len)).bodyAt)
+		r := unix.CachestatRange{Off: uint64(at), Len: uint64(e.Len)}
+		var st unix.Cachestat_t
+		if err := unix.Cachestat(uint(s.rfile.Fd()), &r, &st, 0); err != nil {
+			return err
+		}
+		first, last := at/4096, (at+int64(e.Len)-1)/4096
+		cached, pages = st.Cache, uint64(last-first+1)
+		return nil
+	})
+	return cached, pages, err
+}

@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"os"
 	"sync"
 	"unsafe"
@@ -150,29 +151,57 @@ func (t *Tx) preadLeaf(id ID, e indexEntry, dst []byte) ([]byte, bool) {
 // 4 KiB each for 1 MiB chunks, so 4 MiB for a working set of 1 GiB.
 const outboardCacheMax = 1024
 
+// warmAfter is how many distinct parts of a chunk (sixty-fourths: its
+// 16 KiB groups, for 1 MiB chunks) ReadAt reads before it asks the
+// kernel to read the rest of the chunk's body into the page cache
+// (FADV_WILLNEED), so that the reads still to come find it there instead
+// of waiting for the disk one group at a time. A chunk read this much at
+// random is likely to be read more, as the kernel's own read-ahead
+// reckons when the pages around a miss are cached; a chunk read at
+// fewer places costs no more than before. At most the rest of the body
+// is read for nothing: 15x what was read of it, once. (On the bench's
+// 4 KiB random cold reads of 256 MiB, against a loopback through the
+// same kernel: 0.71-0.76x without, 0.95-0.96x with 4, 0.90-0.98x with 2,
+// 0.89-1.06x with 8, 0.90-0.93x with 16.)
+const warmAfter = 4
+
 // outboardCache keeps the outboard values of chunks ReadAt read, by chunk
 // ID, so that a random read of a chunk read before costs one pread (its
 // groups) instead of two. An outboard is a function of the chunk's
 // plaintext, so an entry never goes stale, and it is verified with the
 // groups on every use (outboard.verify), so a damaged one is never
 // trusted: a range that does not verify through a cached outboard drops
-// it and is read again from the leaf.
+// it and is read again from the leaf. Each entry also counts the parts of
+// the chunk read (warmAfter).
 type outboardCache struct {
 	mu sync.Mutex
-	m  map[ID][]byte
+	m  map[ID]*outboardEntry
+}
+
+type outboardEntry struct {
+	v      []byte
+	seen   uint64 // the parts of the chunk read, one bit per 64th
+	warmed bool   // the rest of the body was asked for
 }
 
 func (c *outboardCache) get(id ID) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[id]
+	if e := c.m[id]; e != nil {
+		return e.v
+	}
+	return nil
 }
 
 func (c *outboardCache) put(id ID, v []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[ID][]byte, outboardCacheMax)
+		c.m = make(map[ID]*outboardEntry, outboardCacheMax)
+	}
+	if e := c.m[id]; e != nil {
+		e.v = v
+		return
 	}
 	if len(c.m) >= outboardCacheMax {
 		for k := range c.m { // an arbitrary entry: map order is random
@@ -180,7 +209,27 @@ func (c *outboardCache) put(id ID, v []byte) {
 			break
 		}
 	}
-	c.m[id] = v
+	c.m[id] = &outboardEntry{v: v}
+}
+
+// noteRead records that bytes [lo, hi) of chunk id's dataLen bytes were
+// read, and reports whether the chunk has now been read at warmAfter
+// places: true once per entry.
+func (c *outboardCache) noteRead(id ID, lo, hi, dataLen int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[id]
+	if e == nil || e.warmed || dataLen <= 0 {
+		return false
+	}
+	for p := lo * 64 / dataLen; p <= (hi-1)*64/dataLen && p < 64; p++ {
+		e.seen |= 1 << p
+	}
+	if bits.OnesCount64(e.seen) < warmAfter {
+		return false
+	}
+	e.warmed = true
+	return true
 }
 
 func (c *outboardCache) drop(id ID) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
 	"lukechampine.com/blake3/bao"
 	"lukechampine.com/blake3/guts"
 )
@@ -319,6 +320,11 @@ func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, er
 	}
 	if !cached {
 		t.s.outboards.put(id, bytes.Clone(obv))
+	}
+	if t.s.outboards.noteRead(id, lo, hi, dataLen) && t.s.rfile != nil {
+		// Advice only: a failure leaves the reads to come as they were.
+		_ = unix.Fadvise(int(t.s.rfile.Fd()), pos+int64(l.bodyAt), int64(dataLen), unix.FADV_WILLNEED)
+		t.s.warmed.Add(1)
 	}
 	return copy(dst[:n], groups[off-lo:]), true, nil
 }

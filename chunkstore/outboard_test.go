@@ -228,3 +228,56 @@ func TestUpgradeFromFormat7(t *testing.T) {
 		t.Fatalf("Check: %v", problems)
 	}
 }
+
+// TestReadAtWarms checks that a chunk read at random in warmAfter
+// distinct groups has the rest of its body read ahead, once, and that
+// reads of fewer groups, or of one group again and again, do not.
+func TestReadAtWarms(t *testing.T) {
+	s, _ := newStore(t)
+	data := randBytes(31, 1<<20)
+	p, _ := put(t, s, data)
+	group := 16 << 10
+	tests := []struct {
+		name   string
+		groups []int // groups read, in order
+		want   uint64
+	}{
+		{"one group again and again", []int{3, 3, 3, 3, 3, 3, 3, 3}, 0},
+		{"fewer groups than the threshold", []int{0, 9, 17}[:chunkstore.WarmAfter-1], 0},
+		{"the threshold", []int{0, 9, 17, 40, 63}[:chunkstore.WarmAfter], 1},
+		{"past the threshold", []int{5, 6, 7, 8, 9, 10, 11, 12, 60}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s.DropCaches()
+			before := s.Warmed()
+			for _, g := range tt.groups {
+				off := g*group + 100
+				got, err := readAt(s, p.ID, off, 4096)
+				if err != nil {
+					t.Fatalf("ReadAt group %d: %v", g, err)
+				}
+				if !bytes.Equal(got, data[off:off+4096]) {
+					t.Fatalf("ReadAt group %d: wrong bytes", g)
+				}
+			}
+			if got := s.Warmed() - before; got != tt.want {
+				t.Errorf("%d chunks warmed, want %d", got, tt.want)
+			}
+			// The host side: the body's pages are in the page cache
+			// (those of a chunk read ahead all of them; the read-ahead
+			// was asked for before ReadAt returned) or only a few.
+			cached, pages, err := s.BodyCached(p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := uint64(len(tt.groups)) * uint64(group/4096+1) // a group spans 5 pages when unaligned
+			switch {
+			case tt.want > 0 && cached < pages:
+				t.Errorf("%d of the body's %d pages in the page cache after it was read ahead", cached, pages)
+			case tt.want == 0 && cached > read:
+				t.Errorf("%d of the body's %d pages in the page cache after %d groups were read", cached, pages, len(tt.groups))
+			}
+		})
+	}
+}
