@@ -47,26 +47,36 @@ func storedIDs(t *testing.T, f *FS, ino Ino, chunks int) []chunkstore.ID {
 // read is right either way.
 func TestReadAhead(t *testing.T) {
 	const cs = 64 << 10
+	k := readAheadChunks
+	chunks := k + 4
+	// span returns chunks a to b, both included.
+	span := func(a, b int) []int {
+		var out []int
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+		return out
+	}
 	tests := []struct {
 		name      string
 		reads     [][2]int // offset, length in bytes
 		wantAhead []int    // chunks that must end up cached without being read
 		wantCold  []int    // chunks that must not be cached
 	}{
-		{"from the start", [][2]int{{0, cs}}, []int{1, 2, 3, 4}, []int{5, 6, 7}},
-		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, []int{1, 2, 3, 4}, []int{5, 6, 7}},
-		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, []int{3, 4, 5, 6}, []int{7}},
-		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, []int{1, 2, 4}, []int{5, 6, 7}},
-		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, []int{3, 4, 5, 6}, []int{7}},
-		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, []int{0, 1, 2, 4, 5, 6, 7}},
-		{"the last chunk has nothing after it", [][2]int{{7 * cs, cs}}, nil, []int{0, 1, 2, 3, 4, 5, 6}},
+		{"from the start", [][2]int{{0, cs}}, span(1, k), span(k+1, chunks-1)},
+		{"sequential small reads", [][2]int{{0, 16 << 10}, {16 << 10, 16 << 10}}, span(1, k), span(k+1, chunks-1)},
+		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, span(3, k+2), span(k+3, chunks-1)},
+		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, append([]int{1, 2}, span(4, k)...), span(k+1, chunks-1)},
+		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, span(3, k+2), span(k+3, chunks-1)},
+		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, append(span(0, 2), span(4, chunks-1)...)},
+		{"the last chunk has nothing after it", [][2]int{{(chunks - 1) * cs, cs}}, nil, span(0, chunks-2)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{ChunkSize: cs})
 			ctx := context.Background()
 			ino := h.create(RootIno, "f", 0o100644).Ino
-			data := make([]byte, 8*cs)
+			data := make([]byte, chunks*cs)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range data {
 				data[i] = byte(rng.IntN(256))
@@ -74,7 +84,7 @@ func TestReadAhead(t *testing.T) {
 			h.write(ino, 0, data)
 			h.sync()
 			h.reopen() // an empty cache
-			ids := storedIDs(t, h.f, ino, 8)
+			ids := storedIDs(t, h.f, ino, chunks)
 			// Held open, as the mount and the file API do: a node nobody
 			// holds is dropped after each call, and its read position with it.
 			if _, err := h.f.Open(ino); err != nil {
