@@ -149,6 +149,8 @@ type Store struct {
 	// warmed counts chunks whose bodies ReadAt asked the kernel to read
 	// ahead (warmAfter), for tests.
 	warmed atomic.Uint64
+	// now is the clock warming reads by (time.Now; tests set their own).
+	now func() time.Time
 	// outboards keeps the outboards ReadAt read last (leaf.go).
 	outboards outboardCache
 	// rolledBack says why the store opened at the commit before its
@@ -248,7 +250,7 @@ func Open(path string, opts Options) (s *Store, err error) {
 	}
 	db.AllocSize = 64 << 20
 	db.MaxBatchDelay = 0
-	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack}
+	s = &Store{db: db, log: opts.Logger, path: path, rolledBack: rolledBack, now: time.Now}
 	if f, err := os.Open(path); err == nil {
 		s.rfile = f
 	}

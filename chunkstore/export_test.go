@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/computerfs/computerfs/internal/sealed"
 	bolt "go.etcd.io/bbolt"
@@ -95,3 +96,28 @@ func (s *Store) BodyCached(id ID) (cached, pages uint64, err error) {
 	})
 	return cached, pages, err
 }
+
+// SetClock sets the clock ReadAt warms chunks by.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// DropBodyPages drops the store file's clean pages from the page cache
+// until none of chunk id's body is left there (pages under read-ahead
+// are dropped only once it ends), keeping what the store holds in
+// memory (unlike DropCaches). It gives up after 5 s.
+func (s *Store) DropBodyPages(id ID) error {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if err := unix.Fadvise(int(s.rfile.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return err
+		}
+		cached, _, err := s.BodyCached(id)
+		if err != nil || cached == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d pages of chunk %s still cached", cached, id.Short())
+		}
+	}
+}
+
+// RewarmAfter is rewarmAfter.
+const RewarmAfter = rewarmAfter

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -159,11 +160,17 @@ const outboardCacheMax = 1024
 // random is likely to be read more, as the kernel's own read-ahead
 // reckons when the pages around a miss are cached; a chunk read at
 // fewer places costs no more than before. At most the rest of the body
-// is read for nothing: 15x what was read of it, once. (On the bench's
-// 4 KiB random cold reads of 256 MiB, against a loopback through the
-// same kernel: 0.71-0.76x without, 0.95-0.96x with 4, 0.90-0.98x with 2,
-// 0.89-1.06x with 8, 0.90-0.93x with 16.)
+// is read for nothing: 15x what was read of it, once per rewarmAfter.
+// (On the bench's 4 KiB random cold reads of 256 MiB, against a loopback
+// through the same kernel: 0.71-0.76x without, 0.95-0.96x with 4,
+// 0.90-0.98x with 2, 0.89-1.06x with 8, 0.90-0.93x with 16.)
 const warmAfter = 4
+
+// rewarmAfter is how long after a chunk was warmed its reads are counted
+// again, so that a chunk whose pages the kernel has let go since is
+// warmed again when it is read at warmAfter new places; a chunk read
+// on and on in the meantime costs nothing more.
+const rewarmAfter = 10 * time.Second
 
 // outboardCache keeps the outboard values of chunks ReadAt read, by chunk
 // ID, so that a random read of a chunk read before costs one pread (its
@@ -179,9 +186,9 @@ type outboardCache struct {
 }
 
 type outboardEntry struct {
-	v      []byte
-	seen   uint64 // the parts of the chunk read, one bit per 64th
-	warmed bool   // the rest of the body was asked for
+	v        []byte
+	seen     uint64    // the parts of the chunk read since it was last warmed, one bit per 64th
+	warmedAt time.Time // when the rest of the body was last asked for (zero: never)
 }
 
 func (c *outboardCache) get(id ID) []byte {
@@ -213,13 +220,14 @@ func (c *outboardCache) put(id ID, v []byte) {
 }
 
 // noteRead records that bytes [lo, hi) of chunk id's dataLen bytes were
-// read, and reports whether the chunk has now been read at warmAfter
-// places: true once per entry.
-func (c *outboardCache) noteRead(id ID, lo, hi, dataLen int) bool {
+// read at now, and reports whether the chunk is to be warmed: read at
+// warmAfter places, never warmed or warmed rewarmAfter ago and read at
+// warmAfter new places since.
+func (c *outboardCache) noteRead(id ID, lo, hi, dataLen int, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[id]
-	if e == nil || e.warmed || dataLen <= 0 {
+	if e == nil || dataLen <= 0 || (!e.warmedAt.IsZero() && now.Sub(e.warmedAt) < rewarmAfter) {
 		return false
 	}
 	for p := lo * 64 / dataLen; p <= (hi-1)*64/dataLen && p < 64; p++ {
@@ -228,7 +236,7 @@ func (c *outboardCache) noteRead(id ID, lo, hi, dataLen int) bool {
 	if bits.OnesCount64(e.seen) < warmAfter {
 		return false
 	}
-	e.warmed = true
+	e.seen, e.warmedAt = 0, now
 	return true
 }
 

@@ -321,7 +321,7 @@ func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, er
 	if !cached {
 		t.s.outboards.put(id, bytes.Clone(obv))
 	}
-	if t.s.outboards.noteRead(id, lo, hi, dataLen) && t.s.rfile != nil {
+	if t.s.outboards.noteRead(id, lo, hi, dataLen, t.s.now()) && t.s.rfile != nil {
 		// Advice only: a failure leaves the reads to come as they were.
 		_ = unix.Fadvise(int(t.s.rfile.Fd()), pos+int64(l.bodyAt), int64(dataLen), unix.FADV_WILLNEED)
 		t.s.warmed.Add(1)

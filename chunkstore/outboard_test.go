@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
 	"github.com/computerfs/computerfs/internal/sealed"
@@ -280,4 +281,53 @@ func TestReadAtWarms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadAtRewarms checks that a warmed chunk whose pages the kernel
+// let go is warmed again, but only rewarmAfter after it was, and only
+// once it has been read at WarmAfter new places since then.
+func TestReadAtRewarms(t *testing.T) {
+	s, _ := newStore(t)
+	data := randBytes(32, 1<<20)
+	p, _ := put(t, s, data)
+	now := time.Unix(1_000_000, 0)
+	s.SetClock(func() time.Time { return now })
+	s.DropCaches()
+	read := func(groups ...int) {
+		t.Helper()
+		for _, g := range groups {
+			off := g*16<<10 + 100
+			got, err := readAt(s, p.ID, off, 4096)
+			if err != nil || !bytes.Equal(got, data[off:off+4096]) {
+				t.Fatalf("ReadAt group %d: %v, or wrong bytes", g, err)
+			}
+		}
+	}
+	check := func(when string, warmed uint64, whole bool) {
+		t.Helper()
+		if got := s.Warmed(); got != warmed {
+			t.Errorf("%s: %d warmings, want %d", when, got, warmed)
+		}
+		cached, pages, err := s.BodyCached(p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole != (cached == pages) {
+			t.Errorf("%s: %d of the body's %d pages in the page cache", when, cached, pages)
+		}
+	}
+	first := s.Warmed()
+	read(0, 10, 20, 30)
+	check("after the first 4 parts", first+1, true)
+	if err := s.DropBodyPages(p.ID); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(chunkstore.RewarmAfter - time.Second)
+	read(1, 11, 21, 31, 41, 51)
+	check("within the quiet time", first+1, false)
+	now = now.Add(2 * time.Second)
+	read(2, 12, 22)
+	check("3 new parts after it", first+1, false)
+	read(32)
+	check("the 4th", first+2, true)
 }
