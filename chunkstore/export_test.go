@@ -85,14 +85,10 @@ func (s *Store) BodyCached(id ID) (cached, pages uint64, err error) {
 			return fmt.Errorf("chunk %s: no leaf", id.Short())
 		}
 		at := pos + int64(rawLeafLayout(int(e.Len)).bodyAt)
-		r := unix.CachestatRange{Off: uint64(at), Len: uint64(e.Len)}
-		var st unix.Cachestat_t
-		if err := unix.Cachestat(uint(s.rfile.Fd()), &r, &st, 0); err != nil {
-			return err
-		}
 		first, last := at/4096, (at+int64(e.Len)-1)/4096
-		cached, pages = st.Cache, uint64(last-first+1)
-		return nil
+		pages = uint64(last - first + 1)
+		cached, err = cachedPages(s.rfile, at, int(e.Len))
+		return err
 	})
 	return cached, pages, err
 }

@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"os"
 	"sync"
@@ -317,10 +318,17 @@ func (t *Tx) preadLeafDirect(id ID, e indexEntry, buf []byte) ([]byte, bool) {
 // page cache (cachestat(2)); true if it cannot tell, so that the caller
 // reads through the page cache as before.
 func inPageCache(f *os.File, off int64, n int) bool {
+	cached, err := cachedPages(f, off, n)
+	return err != nil || cached > 0
+}
+
+// cachedPages counts the pages of bytes [off, off+n) of f that are in
+// the page cache (cachestat(2)).
+func cachedPages(f *os.File, off int64, n int) (uint64, error) {
 	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
 	var st unix.Cachestat_t
 	if err := unix.Cachestat(uint(f.Fd()), &r, &st, 0); err != nil {
-		return true
+		return 0, fmt.Errorf("cachestat %s: %w", f.Name(), err)
 	}
-	return st.Cache > 0
+	return st.Cache, nil
 }
