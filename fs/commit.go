@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/intentlog"
 	"github.com/computerfs/computerfs/internal/sealed"
 	"github.com/computerfs/computerfs/versions"
 )
@@ -40,6 +42,15 @@ type snapshot struct {
 	audit []auditOp
 	// spilled counts the spilled slots it took.
 	spilled int
+	// The intent log's part (intent.go): the covers to write, or a new
+	// generation to start (the old log closed once committed); a log to
+	// sync up to intentLSN before the commit (a truncation's record).
+	covers        []intentCover
+	intentRestart bool
+	intentGen     uint64
+	intentOld     *intentlog.Log
+	intentSync    *intentlog.Log
+	intentLSN     uint64
 }
 
 type inodeSnap struct {
@@ -197,6 +208,7 @@ func (f *FS) takeSnapshotLocked() *snapshot {
 			}
 		}
 	}
+	f.intentSnapLocked(snap)
 	f.mostSpilled = max(f.mostSpilled, snap.spilled)
 	if background {
 		f.mostFrames = max(f.mostFrames, took)
@@ -216,7 +228,7 @@ func (f *FS) commitOnce() {
 		return
 	}
 	snap := f.takeSnapshotLocked()
-	if snap.empty() && !f.cps.hasRecords() {
+	if snap.empty() && !f.cps.hasRecords() && !snap.intentRestart {
 		f.snapDone = snap.seq
 		f.cond.Broadcast()
 		f.mu.Unlock()
@@ -230,14 +242,23 @@ func (f *FS) commitOnce() {
 	f.mu.Unlock()
 
 	var st chunkstore.Stats
-	err := f.update(func(tx *chunkstore.Tx) error {
-		if err := f.apply(tx, snap); err != nil {
-			return err
+	var err error
+	if snap.intentSync != nil {
+		// Write-ahead: a truncation the store has is in the log too.
+		if err = snap.intentSync.Sync(context.Background(), snap.intentLSN); err != nil {
+			err = fmt.Errorf("intent log: %w", err)
 		}
-		var err error
-		st, err = tx.Stats()
-		return err
-	})
+	}
+	if err == nil {
+		err = f.update(func(tx *chunkstore.Tx) error {
+			if err := f.apply(tx, snap); err != nil {
+				return err
+			}
+			var err error
+			st, err = tx.Stats()
+			return err
+		})
+	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -252,6 +273,7 @@ func (f *FS) commitOnce() {
 	f.epoch = snap.epoch
 	f.cps.records = snap.cpRecords
 	f.cleanAfterCommitLocked(snap)
+	f.intentCommittedLocked(snap)
 	if f.spillReady > 0 && (f.spillReady >= f.spillSlots/2 || f.quiet) {
 		// A long write has more in the spill file than a commit takes:
 		// the next commit follows at once, not at the next tick.
@@ -433,6 +455,9 @@ func (f *FS) apply(tx *chunkstore.Tx, snap *snapshot) error {
 			}
 			return err
 		}
+	}
+	if err := f.applyIntent(tx, snap); err != nil {
+		return err
 	}
 	if err := endCheckpointRootsTx(tx, snap.cps); err != nil {
 		return fmt.Errorf("exec checkpoints: %w", err)

@@ -60,6 +60,12 @@ type slot struct {
 	rawSpill bool
 	// small: frame is a small frame (small.go), not one of the pool's.
 	small bool
+	// logged: the pages written since the file's last intent record;
+	// noLog: the slot's bytes are not the stored chunk's plus its logged
+	// pages (it replaced a hole or a shared chunk not committed yet, or
+	// a truncation cut it): the file's fsync commits (intent.go).
+	logged logBits
+	noLog  bool
 }
 
 // holdsPoolFrame reports whether the slot holds a frame of the buffer
@@ -708,6 +714,7 @@ func (f *FS) writeSparseLocked(s *slot, off int, data []byte) {
 		pos += k
 	}
 	s.hi = max(s.hi, end)
+	s.markLogged(off, end)
 }
 
 // readSparse copies the slot's bytes at off into out, and returns the
@@ -1021,7 +1028,7 @@ func (f *FS) dirtySlotLocked(ctx context.Context, n *node, idx uint64, end int) 
 		}
 		base, hasBase = id, ok
 	}
-	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty}
+	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty, noLog: old != nil}
 	if hasBase {
 		if err := f.setBaseLocked(s, base); err != nil {
 			return nil, err
@@ -1073,6 +1080,7 @@ func (s *slot) write(off int, data []byte) {
 	}
 	copy(s.buf[off:], data)
 	s.hi = max(s.hi, off+len(data))
+	s.markLogged(off, off+len(data))
 }
 
 // read copies the slot's bytes at off into out, zeros past hi.
@@ -1294,7 +1302,10 @@ func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendM
 		if end := uint64(pos) + uint64(piece); end > n.attr.Size {
 			n.attr.Size = end
 		}
-		if inChunk+piece == int(cs) {
+		if inChunk+piece == int(cs) && !s.hasBase {
+			// A chunk written to its end is done with, most likely;
+			// not one written here and there (a database's, whose
+			// last page is written as often as any).
 			f.sealLocked(s)
 		}
 	}
@@ -1476,6 +1487,7 @@ func (f *FS) truncateLocked(n *node, size uint64) error {
 				return err
 			}
 			tailSlot = s
+			s.noLog = true
 		}
 		for idx, s := range n.slots {
 			if idx >= keep {
@@ -1507,6 +1519,18 @@ func (f *FS) Fsync(ctx context.Context, ino Ino) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n := f.nodes[ino]; n != nil {
+		if l, lsn, ok := f.intentFsyncLocked(n); ok {
+			f.mu.Unlock()
+			err := l.Sync(ctx, lsn)
+			f.mu.Lock()
+			if err == nil || ctx.Err() != nil {
+				return err
+			}
+			// The log failed: commit instead, and the log goes once a
+			// commit can end its generation.
+			f.log.Error("intent log sync failed: fsyncs commit from now on", "log", f.in.path, "err", err)
+			f.in.off, f.in.restart = true, true
+		}
 		f.sealAllLocked(n)
 		f.prepareQueuedLocked(n)
 		if err := f.waitPreparedLocked(ctx, n); err != nil {

@@ -210,6 +210,10 @@ type FS struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	// closing is set once Close has begun.
+	closing bool
+	// in is the intent log (intent.go).
+	in intentState
 
 	opts Options
 	// inoLimit bounds the inode numbers Create hands out: forkInoFloor
@@ -298,6 +302,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	if err := f.load(opts); err != nil {
 		return nil, err
 	}
+	f.in.logged = make(map[Ino]bool)
 	if f.fork == nil {
 		// A pull killed before it applied its tree left references on
 		// its chunks: released now (holds.go). Failing that, they stay,
@@ -323,6 +328,21 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	for range prefetchers {
 		f.wg.Add(1)
 		go f.prefetcher()
+	}
+	if err := f.initIntent(); err != nil {
+		// Stop what runs, leaving the store to the caller (its changes
+		// are not committed: the log stays as it is, for the next try).
+		f.mu.Lock()
+		f.closed = true
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		close(f.stop)
+		f.wg.Wait()
+		if f.spill != nil {
+			f.spill.close()
+			f.spill = nil
+		}
+		return nil, err
 	}
 	return f, nil
 }
@@ -621,6 +641,12 @@ func (f *FS) Close() error {
 		n.lookups = 0
 		f.maybeForgetLocked(n)
 	}
+	// The last commit ends the intent log's generation: a closed store
+	// never needs its log, which goes (intentCommittedLocked).
+	f.closing = true
+	if f.in.log != nil || len(f.in.logged) > 0 {
+		f.in.restart = true
+	}
 	err := f.syncAllLocked(context.Background())
 	f.closed = true
 	f.cond.Broadcast() // a worker waiting for a buffer gives up waiting
@@ -631,6 +657,12 @@ func (f *FS) Close() error {
 	// closes; none starts after (waitCommitLocked checks closed).
 	f.commitMu.Lock()
 	f.commitMu.Unlock()
+	if f.in.log != nil {
+		// Its generation did not end (a commit could not take all of
+		// it): the next open replays it, which changes nothing.
+		f.in.log.Close()
+		f.in.log = nil
+	}
 	if f.spill != nil {
 		// Everything in it was committed above; nothing reads it now.
 		if serr := f.spill.close(); err == nil {
@@ -802,7 +834,7 @@ func checkBuckets(tx *chunkstore.Tx) error {
 	for _, b := range [][]byte{bucketInodes, bucketDirents, bucketChunks, bucketXattrs, bucketOrphans} {
 		want[string(b)] = true
 	}
-	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true, string(bucketForks): true, string(bucketHolds): true}
+	optional := map[string]bool{string(bucketJournal): true, string(bucketSnapshots): true, string(audit.BucketName): true, string(bucketForks): true, string(bucketHolds): true, string(bucketIntent): true}
 	for _, b := range versions.Buckets {
 		optional[string(b)] = true
 	}

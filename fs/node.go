@@ -414,6 +414,9 @@ func (f *FS) SetAttr(c Caller, ino Ino, in SetAttrIn) (Attr, error) {
 	if in.Mode != nil || in.Uid != nil || in.Gid != nil || in.Atime != nil || in.Mtime != nil || in.Ctime != nil {
 		f.flagLocked(n, jAttr)
 	}
+	if in.Size != nil && n.trunc != noTrunc {
+		f.intentTruncLocked(n)
+	}
 	f.markDirtyLocked(n)
 	return f.attrOfLocked(n), nil
 }
