@@ -58,9 +58,14 @@ import (
 //     log's old records are then ignored. An inode the store no longer
 //     has is skipped (inode numbers are never reused).
 //   - The log (re)starts with a commit that bumps the generation and
-//     drops the covers: the first fsync of a session that could use it
-//     commits as before and asks for that. Close does the same (the log
-//     file is then removed), so a closed store never needs its log.
+//     drops the covers, which it may do only if its snapshot holds all
+//     that is not committed of every inode with records: the first fsync
+//     of a session that could use the log commits as before and asks for
+//     that; a log past intentRestartAt restarts at the first commit that
+//     can (the file is then written again from its start); one past
+//     maxIntentLog makes fsyncs commit until then. Close does the same
+//     (the log file is then removed), so a closed store never needs its
+//     log.
 //
 // The log belongs to the workspace's own FS, never to a fork's.
 // Lock order: intentlog's locks are taken under mu (Append) or without
@@ -85,6 +90,10 @@ const maxIntentRecord = 2 << 20
 // maxIntentLog is the log's size past which an fsync commits instead and
 // restarts it.
 const maxIntentLog = 64 << 20
+
+// intentRestartAt is the log's size past which a commit that can end its
+// generation does.
+const intentRestartAt = 4 << 20
 
 // Record kinds.
 const (
@@ -356,10 +365,12 @@ func (f *FS) replayIntent(ctx context.Context, recs []intentlog.Record, covers m
 		if !a.IsRegular() {
 			continue
 		}
-		size := a.Size
-		if rn.attr != nil {
-			size = rn.attr.Size
+		if rn.attr == nil {
+			// The store's attributes are newer than every record's:
+			// they stay as they are, whatever the writes below do.
+			rn.attr = &intentRecordAttr{Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Size: a.Size, Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime}
 		}
+		size := rn.attr.Size
 		offs := make([]uint64, 0, len(rn.pages))
 		for off := range rn.pages {
 			offs = append(offs, off)
@@ -375,13 +386,10 @@ func (f *FS) replayIntent(ctx context.Context, recs []intentlog.Record, covers m
 				return fmt.Errorf("inode %d at %d: %w", ino, off, err)
 			}
 		}
-		if rn.attr != nil {
-			at := rn.attr
-			mode := at.Mode
-			in := SetAttrIn{Size: &at.Size, Mode: &mode, Uid: &at.Uid, Gid: &at.Gid, Atime: &at.Atime, Mtime: &at.Mtime, Ctime: &at.Ctime}
-			if _, err := f.SetAttr(Caller{}, ino, in); err != nil {
-				return fmt.Errorf("inode %d: attributes: %w", ino, err)
-			}
+		at := rn.attr
+		in := SetAttrIn{Size: &at.Size, Mode: &at.Mode, Uid: &at.Uid, Gid: &at.Gid, Atime: &at.Atime, Mtime: &at.Mtime, Ctime: &at.Ctime}
+		if _, err := f.SetAttr(Caller{}, ino, in); err != nil {
+			return fmt.Errorf("inode %d: attributes: %w", ino, err)
 		}
 	}
 	return nil
@@ -497,7 +505,11 @@ func (f *FS) intentTruncLocked(n *node) {
 
 // intentSnapLocked adds the log's part to a snapshot being taken.
 func (f *FS) intentSnapLocked(snap *snapshot) {
-	if f.in.restart && f.intentRestartSafeLocked() {
+	// A log past intentRestartAt starts anew whenever that is safe (a
+	// quiet moment, most often): the file is rewritten from its start,
+	// and the covers go.
+	grown := f.in.log != nil && f.in.log.Size() >= intentRestartAt
+	if (f.in.restart || grown) && f.intentRestartSafeLocked() {
 		f.in.restart = false
 		snap.intentRestart = true
 		snap.intentGen = f.in.gen + 1

@@ -176,6 +176,27 @@ func TestIntentReplay(t *testing.T) {
 			write(t, e, 10, 40)
 			fsync(t, e, true)
 		}},
+		{"truncation committed by another file's fsync", func(t *testing.T, e env) {
+			// The commit takes the truncation and the attributes, not
+			// the pages still dirty: the record's pages past the new
+			// end must not come back when the file grows again, the
+			// one before it must stay.
+			write(t, e, 14, 20, 62, 63)
+			fsync(t, e, true)
+			truncate(t, e, 32*pageSize) // a chunk boundary: no tail to commit
+			b, err := e.f.Create(Caller{}, RootIno, "other", NewNode{Mode: 0o100644})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.f.Write(ctx, b.Ino, 0, []byte("x"), false); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.f.Fsync(ctx, b.Ino); err != nil {
+				t.Fatal(err)
+			}
+			write(t, e, 15, 70)
+			fsync(t, e, true)
+		}},
 		{"truncated, not committed", func(t *testing.T, e env) {
 			write(t, e, 11, 50)
 			fsync(t, e, true)
@@ -466,6 +487,48 @@ func TestIntentDamagedLog(t *testing.T) {
 	kept, _ := filepath.Glob(cp + "-intent.damaged-*")
 	if len(kept) != 1 {
 		t.Errorf("damaged logs kept: %v, want one", kept)
+	}
+	fsckClosed(t, g, cp)
+}
+
+// TestIntentRestarts: a log past intentRestartAt starts anew at the
+// first commit that holds everything its records said, and a crash after
+// that replays nothing of the old generation over the committed file.
+func TestIntentRestarts(t *testing.T) {
+	ctx := context.Background()
+	f, path, a := intentWorkspace(t)
+	for p := range 64 {
+		if _, err := f.Write(ctx, a.Ino, int64(p*pageSize), pageOf(0, p), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Fsync(ctx, a.Ino); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	gen := f.in.gen
+	f.mu.Unlock()
+	for i := 1; i*(pageSize+100) < intentRestartAt+pageSize*4; i++ {
+		if _, err := f.Write(ctx, a.Ino, int64(i%64*pageSize), pageOf(i, i%64), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Fsync(ctx, a.Ino); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got, size := f.in.gen, f.in.log.Size()
+	f.mu.Unlock()
+	if got != gen+1 || size != 0 {
+		t.Fatalf("after the commit of a log of %d MiB: generation %d (was %d), log of %d bytes", intentRestartAt>>20, got, gen, size)
+	}
+	want := readAll(t, f, a.Ino)
+	g, cp := crashCopy(t, path)
+	if got := readAll(t, g, a.Ino); !bytes.Equal(got, want) {
+		t.Errorf("after the crash the file differs at %d", firstDiff(got, want))
 	}
 	fsckClosed(t, g, cp)
 }
