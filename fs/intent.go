@@ -395,6 +395,15 @@ func (f *FS) replayIntent(ctx context.Context, recs []intentlog.Record, covers m
 	return nil
 }
 
+// IntentRecords is how many records were appended to the intent log
+// since the FS was opened: fsyncs made durable without a commit, and
+// truncations of files with records.
+func (f *FS) IntentRecords() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.in.records
+}
+
 // intentFsyncLocked appends a record of n's changes if n's fsync can be
 // one (see the comment at the top), and returns the log and the lsn to
 // sync. ok is false when the fsync must commit instead.

@@ -193,10 +193,11 @@ var (
 	descWriteTime   = prometheus.NewDesc("computerfs_store_commit_write_seconds_total", "Time the store spent writing commits to disk (pages, meta page, fsync); over computerfs_store_commits_total, the mean commit write latency.", nil, nil)
 	descCommits     = prometheus.NewDesc("computerfs_store_commits_total", "Write transactions the store committed (the committer's group commits, and gc's and limit's).", nil, nil)
 	descPageWrites  = prometheus.NewDesc("computerfs_store_commit_page_writes_total", "Writes of pages the store's commits made.", nil, nil)
+	descIntent      = prometheus.NewDesc("computerfs_intent_records_total", "Records appended to the intent log: fsyncs made durable without a commit, and truncations of files that have records.", nil, nil)
 )
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descChunks, descLogical, descUnique, descStored, descDedup, descCompression, descLimit, descUsed, descFileBytes, descDecodes, descWriteTime, descPageWrites, descCommits} {
+	for _, d := range []*prometheus.Desc{descChunks, descLogical, descUnique, descStored, descDedup, descCompression, descLimit, descUsed, descFileBytes, descDecodes, descWriteTime, descPageWrites, descCommits, descIntent} {
 		ch <- d
 	}
 }
@@ -230,6 +231,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descFileBytes, float64(fi))
 	}
 	counter(descDecodes, float64(c.fs.ChunksDecoded()))
+	counter(descIntent, float64(c.fs.IntentRecords()))
 	tx := store.DB().Stats().TxStats
 	counter(descWriteTime, tx.GetWriteTime().Seconds())
 	counter(descPageWrites, float64(tx.GetWrite()))

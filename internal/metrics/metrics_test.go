@@ -114,6 +114,32 @@ func TestInstruments(t *testing.T) {
 			t.Errorf("%s%v = %v (%v), want %v", tc.name, tc.labels, got, err, tc.value)
 		}
 	}
+	// An fsync of a committed file's new bytes: the first starts the
+	// intent log (a commit), the second is a record.
+	ctx := context.Background()
+	a, err := f.Lookup(fs.Caller{}, fs.RootIno, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := f.Write(ctx, a.Ino, int64(i), []byte("x"), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Fsync(ctx, a.Ino); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		value float64
+	}{
+		{"computerfs_intent_records_total", 1},
+		{"computerfs_store_commits_total", 2},
+	} {
+		if got, err := gatherValue(d, tc.name, nil); err != nil || got != tc.value {
+			t.Errorf("%s = %v (%v), want %v", tc.name, got, err, tc.value)
+		}
+	}
 	if fams, err := d.Registry().Gather(); err != nil || len(fams) == 0 {
 		t.Errorf("gather: %d families, %v", len(fams), err)
 	}
