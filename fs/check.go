@@ -20,6 +20,9 @@ type CheckReport struct {
 	Chunks                      chunkstore.Stats
 	Problems                    []string
 	Repaired                    []string
+	// Notes are neither damage nor repairs: what the next open will do
+	// (CheckIntentLog).
+	Notes []string
 }
 
 // Clean reports whether no damage was found.

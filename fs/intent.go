@@ -307,6 +307,42 @@ func keepCopy(from, to string) error {
 	return os.WriteFile(to, b, 0o600)
 }
 
+// CheckIntentLog reports what the intent log beside a closed store
+// holds (fsck): notes say how many records the next open replays and
+// whether a bad record stops them early (damage, or a power cut's
+// writeback: the store is not damaged by either); problems name records
+// the replay could not read, which would make the next open fail.
+func CheckIntentLog(store *chunkstore.Store) (notes, problems []string, err error) {
+	path := store.Path() + "-intent"
+	var gen uint64
+	err = store.View(func(tx *chunkstore.Tx) error {
+		v, err := tx.Sealed(bucketMeta).Get(keyIntentGen)
+		if len(v) == 8 {
+			gen = binary.BigEndian.Uint64(v)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("intent log: %w", err)
+	}
+	recs, rerr := intentlog.Read(path, gen)
+	if rerr != nil && !errors.Is(rerr, intentlog.ErrDamaged) {
+		return nil, nil, fmt.Errorf("intent log: %w", rerr)
+	}
+	if len(recs) > 0 {
+		notes = append(notes, fmt.Sprintf("the intent log %s holds %d records of fsyncs not committed yet: the next open of the workspace replays them", path, len(recs)))
+	}
+	if rerr != nil {
+		notes = append(notes, fmt.Sprintf("%v: the next open replays the records before it and keeps the log as %s.damaged-TIME", rerr, path))
+	}
+	for _, rec := range recs {
+		if _, err := decodeIntent(rec.Payload); err != nil {
+			problems = append(problems, fmt.Sprintf("intent log %s: record %d: %v: the workspace will not open until the log is moved aside (its fsyncs are then lost)", path, rec.LSN, err))
+		}
+	}
+	return notes, problems, nil
+}
+
 // replayNode is what the replay gathers for one inode.
 type replayNode struct {
 	attr  *intentRecordAttr

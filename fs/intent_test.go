@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+	"github.com/computerfs/computerfs/internal/intentlog"
 )
 
 // intentOpts: small chunks, and no commit but the ones a test asks for
@@ -531,4 +534,93 @@ func TestIntentRestarts(t *testing.T) {
 		t.Errorf("after the crash the file differs at %d", firstDiff(got, want))
 	}
 	fsckClosed(t, g, cp)
+}
+
+// TestCheckIntentLog: fsck's view of the log beside a closed store.
+func TestCheckIntentLog(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name         string
+		log          func(t *testing.T, log []byte, gen uint64, path string) []byte // nil: no log
+		wantNote     []string                                                       // substrings, one per note
+		wantProblems int
+	}{
+		{"no log", nil, nil, 0},
+		{"records", func(t *testing.T, log []byte, _ uint64, _ string) []byte { return log }, []string{"holds 3 records"}, 0},
+		{"damaged", func(t *testing.T, log []byte, _ uint64, _ string) []byte {
+			log = bytes.Clone(log)
+			rec := bytes.Index(log[8:], []byte("CFIL")) + 8
+			log[rec+40] ^= 1 // the second record's payload
+			return log
+		}, []string{"holds 1 records", "damaged"}, 0},
+		{"a record the replay cannot read", func(t *testing.T, _ []byte, gen uint64, path string) []byte {
+			l, err := intentlog.Create(path, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			lsn, err := l.Append([]byte{9, 9, 9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Sync(ctx, lsn); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, []string{"holds 1 records"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, path, a := intentWorkspace(t)
+			for i := range 4 {
+				if _, err := f.Write(ctx, a.Ino, int64(i*pageSize), pageOf(i, i), false); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Fsync(ctx, a.Ino); err != nil { // the first commits and starts the log
+					t.Fatal(err)
+				}
+			}
+			f.mu.Lock()
+			gen := f.in.gen
+			f.mu.Unlock()
+			log, err := os.ReadFile(path + "-intent")
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := filepath.Join(t.TempDir(), "ws.cfs")
+			if err := os.WriteFile(cp, store, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tt.log != nil {
+				if err := os.WriteFile(cp+"-intent", tt.log(t, log, gen, cp+"-intent"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := chunkstore.Open(cp, chunkstore.Options{Logger: quietLog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			notes, problems, err := CheckIntentLog(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(notes) != len(tt.wantNote) || len(problems) != tt.wantProblems {
+				t.Fatalf("notes %q, problems %q; want %d notes, %d problems", notes, problems, len(tt.wantNote), tt.wantProblems)
+			}
+			for i, w := range tt.wantNote {
+				if !strings.Contains(notes[i], w) {
+					t.Errorf("note %q, want it to say %q", notes[i], w)
+				}
+			}
+		})
+	}
 }

@@ -339,6 +339,7 @@ type fsckJSON struct {
 	Chunks     chunkCountsJSON `json:"chunks"`
 	Problems   []string        `json:"problems"`
 	Repaired   []string        `json:"repaired"`
+	Notes      []string        `json:"notes"`
 }
 
 func fsckReport(t *testing.T, home, ws string, args ...string) (fsckJSON, result) {

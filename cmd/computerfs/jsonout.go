@@ -23,15 +23,19 @@ type fsckJSONOut struct {
 	Chunks     chunksJSON `json:"chunks"`
 	Problems   []string   `json:"problems"`
 	Repaired   []string   `json:"repaired"`
+	Notes      []string   `json:"notes"`
 }
 
 func newFsckJSON(ws string, r *fs.CheckReport) fsckJSONOut {
-	out := fsckJSONOut{ws, r.Clean(), r.Inodes, r.Dirents, r.FileChunks, newChunkStatsJSON(r.Chunks), r.Problems, r.Repaired}
+	out := fsckJSONOut{ws, r.Clean(), r.Inodes, r.Dirents, r.FileChunks, newChunkStatsJSON(r.Chunks), r.Problems, r.Repaired, r.Notes}
 	if out.Problems == nil {
 		out.Problems = []string{}
 	}
 	if out.Repaired == nil {
 		out.Repaired = []string{}
+	}
+	if out.Notes == nil {
+		out.Notes = []string{}
 	}
 	return out
 }

@@ -105,6 +105,9 @@ func runFsck(ctx context.Context, e *env, o fsckOptions, args []string) error {
 		for _, r := range rep.Repaired {
 			fmt.Fprintf(e.stdout, "repaired: %s\n", r)
 		}
+		for _, n := range rep.Notes {
+			fmt.Fprintf(e.stdout, "note: %s\n", n)
+		}
 		if rep.Clean() {
 			fmt.Fprintln(e.stdout, "clean")
 		}
@@ -141,6 +144,12 @@ func fsckOffline(e *env, ws string, repair bool, bar *progress) (*fs.CheckReport
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", ws, err)
 	}
+	notes, problems, err := fs.CheckIntentLog(st)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", ws, err)
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	rep.Problems = append(rep.Problems, problems...)
 	switch why := st.RolledBack(); {
 	case rollback != nil:
 		rep.Problems = append([]string{rollback.Error()}, rep.Problems...)
