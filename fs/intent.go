@@ -504,8 +504,12 @@ func (f *FS) intentFsyncLocked(n *node) (l *intentlog.Log, lsn uint64, ok bool) 
 	sort.Slice(r.pages, func(i, j int) bool { return r.pages[i].off < r.pages[j].off })
 	lsn, err := f.in.log.Append(encodeIntent(r, f.chunkSize))
 	if err != nil {
+		// The generation ends at the first commit that can end it:
+		// until then a truncation of a logged file cannot be recorded
+		// and makes the workspace read-only (intentTruncLocked), as a
+		// failed commit does.
 		f.log.Error("intent log append failed: fsyncs commit from now on", "log", f.in.path, "err", err)
-		f.in.off = true
+		f.in.off, f.in.restart = true, true
 		return nil, 0, false
 	}
 	for _, s := range n.slots {
