@@ -1111,7 +1111,10 @@ func (r *rawFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Statu
 	if isSnapNode(in.NodeId) {
 		return fuse.OK // nothing to write
 	}
-	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
+	// Not interruptible, as on ext4: a signal to the caller (the
+	// kernel's FUSE_INTERRUPT) would otherwise make fsync fail with
+	// EINTR, which few programs retry (SQLite fails its transaction).
+	return errStatus(r.fs.Fsync(context.WithoutCancel(ctxOf(cancel)), fs.Ino(in.NodeId)))
 }
 
 func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.Status) {
@@ -1119,7 +1122,7 @@ func (r *rawFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) (code fuse.St
 	if isSnapNode(in.NodeId) {
 		return fuse.OK
 	}
-	return errStatus(r.fs.Fsync(ctxOf(cancel), fs.Ino(in.NodeId)))
+	return errStatus(r.fs.Fsync(context.WithoutCancel(ctxOf(cancel)), fs.Ino(in.NodeId))) // as Fsync
 }
 
 func (r *rawFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) (code fuse.Status) {
