@@ -41,6 +41,21 @@ func intentWorkspace(t *testing.T) (*FS, string, Attr) {
 	return f, path, a
 }
 
+// fillCommitted writes pages 0-63 of ino (iteration 0's bytes) and
+// fsyncs them: ino's first fsync commits, and starts the log.
+func fillCommitted(t *testing.T, f *FS, ino Ino) {
+	t.Helper()
+	ctx := context.Background()
+	for p := range 64 {
+		if _, err := f.Write(ctx, ino, int64(p*pageSize), pageOf(0, p), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Fsync(ctx, ino); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // crashCopy copies the store at path and its intent log into a new
 // directory, as a crash would leave them, and opens the copy.
 func crashCopy(t *testing.T, path string) (*FS, string) {
@@ -427,14 +442,7 @@ func TestIntentWorker(t *testing.T) {
 func TestIntentDamagedLog(t *testing.T) {
 	ctx := context.Background()
 	f, path, a := intentWorkspace(t)
-	for p := range 64 {
-		if _, err := f.Write(ctx, a.Ino, int64(p*pageSize), pageOf(0, p), false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Fsync(ctx, a.Ino); err != nil {
-		t.Fatal(err)
-	}
+	fillCommitted(t, f, a.Ino)
 	var afterFour []byte
 	for i := 1; i <= 10; i++ {
 		if _, err := f.Write(ctx, a.Ino, int64(i*pageSize), pageOf(i, i), false); err != nil {
@@ -500,14 +508,7 @@ func TestIntentDamagedLog(t *testing.T) {
 func TestIntentRestarts(t *testing.T) {
 	ctx := context.Background()
 	f, path, a := intentWorkspace(t)
-	for p := range 64 {
-		if _, err := f.Write(ctx, a.Ino, int64(p*pageSize), pageOf(0, p), false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Fsync(ctx, a.Ino); err != nil {
-		t.Fatal(err)
-	}
+	fillCommitted(t, f, a.Ino)
 	f.mu.Lock()
 	gen := f.in.gen
 	f.mu.Unlock()
