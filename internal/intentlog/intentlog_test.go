@@ -429,11 +429,7 @@ func TestSyncContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := intentlog.Create(filepath.Join(t.TempDir(), "log"), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := newLog(t)
 			tt.run(t, l)
 		})
 	}
@@ -496,11 +492,7 @@ func TestPoison(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := intentlog.Create(filepath.Join(t.TempDir(), "log"), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := newLog(t)
 			lsn, err := l.Append([]byte("before"))
 			if err != nil {
 				t.Fatal(err)
@@ -524,12 +516,20 @@ func TestPoison(t *testing.T) {
 	}
 }
 
-func TestAppendTooLarge(t *testing.T) {
+// newLog creates a log of generation 1 in a new directory, closed when
+// the test ends.
+func newLog(t *testing.T) *intentlog.Log {
+	t.Helper()
 	l, err := intentlog.Create(filepath.Join(t.TempDir(), "log"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestAppendTooLarge(t *testing.T) {
+	l := newLog(t)
 	if _, err := l.Append(make([]byte, intentlog.MaxPayload+1)); err == nil {
 		t.Fatal("Append of more than MaxPayload succeeded")
 	}
