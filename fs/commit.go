@@ -118,6 +118,11 @@ func (f *FS) committer() {
 			}
 			// Quiet: nothing changed since the last tick.
 			f.quiet = f.gen == last
+			if f.quiet {
+				// The writes paused: hash what they left (holdLocked).
+				f.holdOff = false
+				f.releaseHeldLocked()
+			}
 			if f.quiet && f.gen == older {
 				f.trimPoolsLocked()
 			}

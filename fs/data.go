@@ -58,6 +58,8 @@ type slot struct {
 	// rawSpill: written straight into spill slot spillSlot by a whole-
 	// chunk write (writeSpilledLocked), hashed there (prepareSpilled).
 	rawSpill bool
+	// held: sealed, in f.held instead of the workers' queue (holdLocked).
+	held bool
 	// small: frame is a small frame (small.go), not one of the pool's.
 	small bool
 	// logged: the pages written since the file's last intent record;
@@ -176,11 +178,14 @@ func (f *FS) relievePagesLocked() bool {
 	return sealed
 }
 
-// waitLocked waits on cond, waking early when ctx is cancelled.
+// waitLocked waits on cond, waking early when ctx is cancelled. The held
+// chunks go to the workers first: what the caller waits for may need them
+// (holdLocked).
 func (f *FS) waitLocked(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	f.releaseHeldLocked()
 	stop := context.AfterFunc(ctx, func() {
 		f.mu.Lock()
 		f.cond.Broadcast()
@@ -371,6 +376,14 @@ func (f *FS) freePagesLocked(s *slot) {
 func (f *FS) supersedeLocked(s *slot) {
 	s.superseded = true
 	switch s.state {
+	case slotSealed:
+		if s.held {
+			// No worker has it: it is freed now, unhashed.
+			f.unholdLocked(s)
+			f.pending--
+			f.freeBufLocked(s)
+			f.cond.Broadcast()
+		}
 	case slotDirty, slotPrepared:
 		if s.state == slotPrepared && s.holdsPoolFrame() {
 			f.readyBufs--
@@ -381,7 +394,8 @@ func (f *FS) supersedeLocked(s *slot) {
 		f.freeBufLocked(s)
 		f.freePagesLocked(s)
 	}
-	// slotSealed: the worker frees it; slotCommitting: the committer does.
+	// slotSealed with a worker: the worker frees it; slotCommitting: the
+	// committer does.
 }
 
 // sealLocked hands a dirty slot to the workers.
@@ -394,6 +408,9 @@ func (f *FS) sealLocked(s *slot) {
 	if s.hasBase {
 		f.pagesSealed += len(s.pages)
 	}
+	if f.holdLocked(s) {
+		return
+	}
 	// The queue is a slice under mu, not a channel: sealing must never
 	// block or release mu, since callers iterate over maps while they seal.
 	f.queue = append(f.queue, s)
@@ -401,6 +418,72 @@ func (f *FS) sealLocked(s *slot) {
 	case f.work <- struct{}{}:
 	default:
 	}
+}
+
+// holdLocked keeps a sealed chunk that a long write put straight into
+// the spill file (rawSpill) away from the workers while writes go on,
+// and reports whether it did.
+//
+// Hashing is a third of the daemon's CPU in a long write, and on a small
+// machine it runs beside the writer, the kernel's copies and the
+// program, making every write wait (BENCHMARKS.md, session 16). The
+// page cache does the same with a write to ext4: it writes the pages
+// back once the writes pause, or when it must. The chunks are as safe
+// held as queued: nothing in the spill file is durable before a commit,
+// and no commit takes a sealed slot. They go to the workers
+// (releaseHeldLocked):
+//   - at the committer's first tick with nothing changed (f.quiet);
+//   - when anyone waits for anything under mu (waitLocked): a writer for
+//     a buffer, an fsync, a sync, Close, a checkpoint, a quiesce, a
+//     write to a chunk in the pipeline. Whatever it waits for may need
+//     them prepared, so a held chunk can never hold anyone up;
+//   - when an fsync prepares its file's chunks (prepareQueuedLocked);
+//   - when half the spill file is held: from then on until the writes
+//     pause, chunks go to the workers at once (holdOff), as the kernel
+//     starts writeback at its background threshold.
+//
+// A held chunk that is overwritten, truncated away or unlinked is freed
+// unhashed (supersedeLocked).
+func (f *FS) holdLocked(s *slot) bool {
+	if !s.rawSpill || f.holdOff {
+		return false
+	}
+	if len(f.held) >= f.spillSlots/2 {
+		f.holdOff = true
+		f.releaseHeldLocked()
+		return false
+	}
+	s.held = true
+	f.held = append(f.held, s)
+	return true
+}
+
+// releaseHeldLocked gives the held chunks to the workers.
+func (f *FS) releaseHeldLocked() {
+	if len(f.held) == 0 {
+		return
+	}
+	for _, s := range f.held {
+		s.held = false
+	}
+	f.queue = append(f.queue, f.held...)
+	clear(f.held)
+	f.held = f.held[:0]
+	for range cap(f.work) {
+		select {
+		case f.work <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// unholdLocked takes s out of f.held.
+func (f *FS) unholdLocked(s *slot) {
+	if i := slices.Index(f.held, s); i >= 0 {
+		f.held = slices.Delete(f.held, i, i+1)
+	}
+	s.held = false
 }
 
 func (f *FS) sealAllLocked(n *node) {
@@ -471,6 +554,7 @@ func (f *FS) finishPrepareLocked(s *slot, p chunkstore.Prepared, hole bool, spil
 // (a database commits a few pages and waits) then waits for no worker
 // to wake and no wake-up of its own.
 func (f *FS) prepareQueuedLocked(n *node) {
+	f.releaseHeldLocked()
 	var scratch []byte
 	for {
 		i := slices.IndexFunc(f.queue, func(s *slot) bool { return s.ino == n.attr.Ino && n.slots[s.idx] == s })

@@ -201,7 +201,11 @@ type FS struct {
 	snapTaken uint64 // snapshots taken
 	snapDone  uint64 // snapshots committed (or failed)
 	kick      chan struct{}
-	queue     []*slot       // sealed slots waiting for a worker
+	queue     []*slot // sealed slots waiting for a worker
+	// held are sealed slots whose hashing waits for the writes to pause
+	// (holdLocked); holdOff stops more from being held until then.
+	held      []*slot
+	holdOff   bool
 	scratch   [][]byte      // compression buffers of prepareQueuedLocked
 	work      chan struct{} // wakes workers
 	cache     chunkCache

@@ -1,0 +1,184 @@
+package fs
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/computerfs/computerfs/chunkstore"
+)
+
+// holdState is what the hold looks like under mu: the held slots (each
+// checked to be sealed, unhashed and in no queue), the spill's slots not
+// in use (free, or released and waiting for cleanSpill), the slots with
+// a worker or held, and holdOff.
+//
+// It first waits until no chunk is with a worker (the pool's, hashed and
+// spilled meanwhile), so that the counts hold still.
+func holdState(t *testing.T, f *FS) (held, free, pending int, off bool) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); f.pending != len(f.held) || len(f.queue) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s on, %d chunks still with the workers", f.pending-len(f.held))
+		}
+		f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		f.mu.Lock()
+	}
+	for _, s := range f.held {
+		if !s.held || s.state != slotSealed || !s.rawSpill || s.prep.ID != (chunkstore.ID{}) {
+			t.Errorf("held slot %d of inode %d: held %v, state %d, raw %v, hashed %v", s.idx, s.ino, s.held, s.state, s.rawSpill, s.prep.ID != (chunkstore.ID{}))
+		}
+	}
+	for _, s := range f.queue {
+		if s.held {
+			t.Errorf("slot %d of inode %d is both queued and held", s.idx, s.ino)
+		}
+	}
+	if f.spill != nil {
+		free = len(f.spill.free) + len(f.spill.released) + f.spill.cleaning
+	}
+	return len(f.held), free, f.pending, f.holdOff
+}
+
+// TestHoldSpilled checks the hold (holdLocked): chunks a long write puts
+// straight into the spill file wait unhashed while writes go on, read
+// back as written, are freed unhashed when overwritten or truncated
+// away, go to the workers when half the spill is held, when anyone waits
+// and when the writes pause, and are committed like any others.
+func TestHoldSpilled(t *testing.T) {
+	const cs = 64 << 10
+	chunks := func(seed uint64, n int) []byte {
+		b := make([]byte, n*cs)
+		rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
+		return b
+	}
+	// writeChunks writes data in whole-chunk writes, as fio and cp do.
+	writeChunks := func(h *harness, ino Ino, off int, data []byte) {
+		for i := 0; i < len(data); i += cs {
+			h.write(ino, int64(off+i), data[i:i+cs])
+		}
+	}
+
+	t.Run("held while writing, freed when replaced", func(t *testing.T) {
+		// No ticks: nothing is released by a pause.
+		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: time.Hour})
+		ino := h.create(RootIno, "f", 0o100644).Ino
+		model := chunks(1, 24)
+		writeChunks(h, ino, 0, model)
+		held, free, _, off := holdState(t, h.f)
+		if held < 16 || off {
+			t.Fatalf("%d chunks held after 24 written past half a pool of 8 (holdOff %v)", held, off)
+		}
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("held chunks read back wrong")
+		}
+		// An overwrite takes a new spill slot and frees the old one.
+		repl := chunks(2, 1)
+		writeChunks(h, ino, 20*cs, repl)
+		copy(model[20*cs:], repl)
+		held2, free2, _, _ := holdState(t, h.f)
+		if held2 != held || free2 != free {
+			t.Errorf("after overwriting a held chunk: %d held, %d spill slots free; want %d and %d", held2, free2, held, free)
+		}
+		// A truncation frees the held chunks past the new end.
+		size := uint64(6 * cs)
+		if _, err := h.f.SetAttr(Caller{}, ino, SetAttrIn{Size: &size}); err != nil {
+			t.Fatal(err)
+		}
+		model = model[:size]
+		held3, free3, pending, _ := holdState(t, h.f)
+		if freed := free3 - free2; held3 >= held2 || freed != held2-held3 {
+			t.Errorf("after truncating to 6 chunks: %d held (was %d), %d spill slots freed", held3, held2, freed)
+		}
+		if pending != held3 {
+			t.Errorf("%d pending, not the %d held", pending, held3)
+		}
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("contents after the truncation differ")
+		}
+		// A sync waits, so the held chunks are hashed and committed.
+		h.sync()
+		if held, _, pending, _ := holdState(t, h.f); held != 0 || pending != 0 {
+			t.Fatalf("after a sync: %d held, %d pending", held, pending)
+		}
+		h.reopen()
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("contents after reopen differ")
+		}
+	})
+
+	t.Run("half the spill held", func(t *testing.T) {
+		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 16 * cs, CommitInterval: time.Hour})
+		ino := h.create(RootIno, "f", 0o100644).Ino
+		model := chunks(3, 40)
+		writeChunks(h, ino, 0, model)
+		held, _, _, off := holdState(t, h.f)
+		if !off || held > 8 {
+			t.Fatalf("40 chunks through a spill of 16: %d held, holdOff %v; want at most 8 and holdOff", held, off)
+		}
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("contents differ")
+		}
+		h.reopen()
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("contents after reopen differ")
+		}
+	})
+
+	t.Run("an fsync hashes them", func(t *testing.T) {
+		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: time.Hour})
+		a := h.create(RootIno, "a", 0o100644).Ino
+		b := h.create(RootIno, "b", 0o100644).Ino
+		writeChunks(h, a, 0, chunks(4, 12))
+		writeChunks(h, b, 0, chunks(5, 12))
+		if held, _, _, _ := holdState(t, h.f); held == 0 {
+			t.Fatal("nothing held")
+		}
+		if err := h.f.Fsync(bg, b); err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			h.f.mu.Lock()
+			defer h.f.mu.Unlock()
+			if n := h.f.dirty[b]; n != nil {
+				for _, s := range n.slots {
+					t.Errorf("chunk %d of the fsynced file not committed (state %d)", s.idx, s.state)
+				}
+			}
+		}()
+		if held, _, _, _ := holdState(t, h.f); held != 0 {
+			t.Errorf("%d still held after an fsync", held)
+		}
+	})
+
+	t.Run("released when the writes pause", func(t *testing.T) {
+		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: 20 * time.Millisecond})
+		ino := h.create(RootIno, "f", 0o100644).Ino
+		model := chunks(6, 24)
+		writeChunks(h, ino, 0, model)
+		// No sync, no wait: the committer's ticks alone must hash and
+		// commit everything.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			held, _, pending, _ := holdState(t, h.f)
+			h.f.mu.Lock()
+			dirty := len(h.f.dirty)
+			h.f.mu.Unlock()
+			if held == 0 && pending == 0 && dirty == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("20 s after the writes: %d held, %d pending, %d dirty inodes", held, pending, dirty)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		h.reopen()
+		if got := h.readAll(ino); !bytes.Equal(got, model) {
+			t.Fatal("contents after reopen differ")
+		}
+	})
+}
