@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/computerfs/computerfs/chunkstore"
+	"golang.org/x/sys/unix"
 )
 
 // holdState is what the hold looks like under mu: the held slots (each
@@ -181,4 +182,78 @@ func TestHoldSpilled(t *testing.T) {
 			t.Fatal("contents after reopen differ")
 		}
 	})
+}
+
+// TestSpillKeep checks that a freed spill slot keeps its pages in the
+// file for spill.keep, that the next long write takes those slots first,
+// and that a slot free for longer is punched out of the file.
+func TestSpillKeep(t *testing.T) {
+	const cs = 64 << 10
+	h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 32 * cs, CommitInterval: time.Hour})
+	blocks := func() int64 {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(h.f.spill.file.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	write := func(name string, seed byte) (Ino, []byte) {
+		ino := h.create(RootIno, name, 0o100644).Ino
+		data := make([]byte, 16*cs)
+		rand.NewChaCha8([32]byte{seed}).Read(data)
+		for i := 0; i < len(data); i += cs {
+			h.write(ino, int64(i), data[i:i+cs])
+		}
+		return ino, data
+	}
+	a, da := write("a", 1)
+	h.sync()
+	h.f.mu.Lock()
+	kept := map[int]bool{}
+	for _, i := range h.f.spill.free {
+		if h.f.spill.kept[i] != 0 {
+			kept[i] = true
+		}
+	}
+	h.f.mu.Unlock()
+	if len(kept) < 8 {
+		t.Fatalf("%d slots kept after a commit of a 16-chunk write", len(kept))
+	}
+	if b := blocks(); b < int64(len(kept))*cs {
+		t.Fatalf("spill file holds %d bytes, less than its %d kept slots", b, len(kept))
+	}
+	b, db := write("b", 2)
+	h.f.mu.Lock()
+	reused, spilled := 0, 0
+	for _, s := range h.f.dirty[b].slots {
+		if s.rawSpill || s.spilled {
+			spilled++
+			if kept[s.spillSlot] {
+				reused++
+			}
+		}
+	}
+	h.f.mu.Unlock()
+	if spilled == 0 || reused < min(spilled, len(kept)) {
+		t.Errorf("the second write spilled %d chunks, %d of them into the %d kept slots", spilled, reused, len(kept))
+	}
+	// Kept no longer: the next cleanings punch every free slot.
+	h.f.mu.Lock()
+	h.f.spill.keep = 0
+	h.f.mu.Unlock()
+	h.sync()
+	time.Sleep(time.Millisecond)
+	h.f.commitMu.Lock()
+	h.f.cleanSpill()
+	h.f.commitMu.Unlock()
+	if b := blocks(); b != 0 {
+		t.Errorf("spill file holds %d bytes with every slot free for longer than keep", b)
+	}
+	h.reopen()
+	if got := h.readAll(a); !bytes.Equal(got, da) {
+		t.Error("a differs after reopen")
+	}
+	if got := h.readAll(b); !bytes.Equal(got, db) {
+		t.Error("b differs after reopen")
+	}
 }
