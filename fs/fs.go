@@ -720,8 +720,14 @@ func (f *FS) SetLimit(limit uint64) {
 	f.kickCommit()
 }
 
+// usedLocked is the bytes counted against the limit: the store's, and
+// the chunks on their way to it, in pool buffers or the spill file.
 func (f *FS) usedLocked() uint64 {
-	return f.used + uint64(f.takenLocked())
+	used := f.used + uint64(f.takenLocked())
+	if f.spill != nil {
+		used += uint64(f.spill.taken) * uint64(f.chunkSize)
+	}
+	return used
 }
 
 func (f *FS) bump() uint64 { f.gen++; return f.gen }

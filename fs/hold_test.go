@@ -2,7 +2,9 @@ package fs
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +72,8 @@ func TestHoldSpilled(t *testing.T) {
 		ino := h.create(RootIno, "f", 0o100644).Ino
 		model := chunks(1, 24)
 		writeChunks(h, ino, 0, model)
+		// Past half the pool (4 chunks), the chunks went straight to
+		// the spill, where they wait.
 		held, free, _, off := holdState(t, h.f)
 		if held < 16 || off {
 			t.Fatalf("%d chunks held after 24 written past half a pool of 8 (holdOff %v)", held, off)
@@ -255,5 +259,39 @@ func TestSpillKeep(t *testing.T) {
 	}
 	if got := h.readAll(b); !bytes.Equal(got, db) {
 		t.Error("b differs after reopen")
+	}
+}
+
+// TestSpillLimit checks that chunks waiting in the spill file count
+// against the workspace's limit, as chunks in pool buffers do: they were
+// not counted until their commit, so a long write could pass the limit
+// by as much as the spill held.
+func TestSpillLimit(t *testing.T) {
+	const cs = 64 << 10
+	const limit = 16 * cs
+	h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, Limit: limit, CommitInterval: time.Hour})
+	ino := h.create(RootIno, "f", 0o100644).Ino
+	data := make([]byte, cs)
+	written := 0
+	for i := range 40 {
+		rand.NewChaCha8([32]byte{byte(i)}).Read(data)
+		n, err := h.f.Write(bg, ino, int64(i*cs), data, false)
+		written += n
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write %d: %v; want ENOSPC", i, err)
+			}
+			break
+		}
+	}
+	if written > limit {
+		t.Fatalf("%d bytes written under a limit of %d", written, limit)
+	}
+	if _, used := h.f.Limit(); used > limit {
+		t.Errorf("%d bytes used under a limit of %d", used, limit)
+	}
+	h.sync()
+	if _, used := h.f.Limit(); used > limit {
+		t.Errorf("after a sync, %d bytes used under a limit of %d", used, limit)
 	}
 }

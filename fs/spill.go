@@ -53,6 +53,10 @@ type spill struct {
 	// free slot keeps them.
 	kept []int64
 	keep time.Duration
+	// taken counts the slots taken and not yet released: chunks that
+	// count against the workspace's limit until their commit
+	// (usedLocked), as a pool buffer's do.
+	taken int
 }
 
 // openSpill makes an unlinked spill file of slots slots for chunks of
@@ -101,6 +105,7 @@ func (sp *spill) take() (int, bool) {
 	i := sp.free[n-1]
 	sp.free = sp.free[:n-1]
 	sp.kept[i] = 0
+	sp.taken++
 	return i, true
 }
 
@@ -126,6 +131,7 @@ const spillKeep = 5 * time.Second
 // taken again only after cleanSpill dropped its pages from the map.
 func (sp *spill) release(i int) {
 	sp.released = append(sp.released, i)
+	sp.taken--
 }
 
 // unmap drops slot i's pages from this process's map (not from the
