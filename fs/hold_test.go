@@ -66,12 +66,19 @@ func TestHoldSpilled(t *testing.T) {
 		}
 	}
 
+	// start opens a workspace with a pool of 8 chunks and a spill file
+	// of spill, and writes n chunks to a new file in whole-chunk writes.
+	start := func(t *testing.T, spill int, interval time.Duration, seed uint64, n int) (*harness, Ino, []byte) {
+		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: spill * cs, CommitInterval: interval})
+		ino := h.create(RootIno, "f", 0o100644).Ino
+		model := chunks(seed, n)
+		writeChunks(h, ino, 0, model)
+		return h, ino, model
+	}
+
 	t.Run("held while writing, freed when replaced", func(t *testing.T) {
 		// No ticks: nothing is released by a pause.
-		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: time.Hour})
-		ino := h.create(RootIno, "f", 0o100644).Ino
-		model := chunks(1, 24)
-		writeChunks(h, ino, 0, model)
+		h, ino, model := start(t, 64, time.Hour, 1, 24)
 		// Past half the pool (4 chunks), the chunks went straight to
 		// the spill, where they wait.
 		held, free, _, off := holdState(t, h.f)
@@ -117,10 +124,7 @@ func TestHoldSpilled(t *testing.T) {
 	})
 
 	t.Run("half the spill held", func(t *testing.T) {
-		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 16 * cs, CommitInterval: time.Hour})
-		ino := h.create(RootIno, "f", 0o100644).Ino
-		model := chunks(3, 40)
-		writeChunks(h, ino, 0, model)
+		h, ino, model := start(t, 16, time.Hour, 3, 40)
 		held, _, _, off := holdState(t, h.f)
 		if !off || held > 8 {
 			t.Fatalf("40 chunks through a spill of 16: %d held, holdOff %v; want at most 8 and holdOff", held, off)
@@ -161,10 +165,7 @@ func TestHoldSpilled(t *testing.T) {
 	})
 
 	t.Run("released when the writes pause", func(t *testing.T) {
-		h := newHarness(t, Options{ChunkSize: cs, BufferBytes: 8 * cs, SpillBytes: 64 * cs, CommitInterval: 20 * time.Millisecond})
-		ino := h.create(RootIno, "f", 0o100644).Ino
-		model := chunks(6, 24)
-		writeChunks(h, ino, 0, model)
+		h, ino, model := start(t, 64, 20*time.Millisecond, 6, 24)
 		// No sync, no wait: the committer's ticks alone must hash and
 		// commit everything.
 		deadline := time.Now().Add(20 * time.Second)
