@@ -427,8 +427,9 @@ func (f *FS) sealLocked(s *slot) {
 // Hashing is a third of the daemon's CPU in a long write, and on a small
 // machine it runs beside the writer, the kernel's copies and the
 // program, making every write wait (BENCHMARKS.md, session 16). The
-// page cache does the same with a write to ext4: it writes the pages
-// back once the writes pause, or when it must. The chunks are as safe
+// page cache holds back a write to ext4 too: it writes the pages back
+// later (once dirty for dirty_expire_centisecs, or past its background
+// threshold), not while the program writes them. The chunks are as safe
 // held as queued: nothing in the spill file is durable before a commit,
 // and no commit takes a sealed slot. They go to the workers
 // (releaseHeldLocked):
