@@ -725,7 +725,7 @@ func (f *FS) SetLimit(limit uint64) {
 func (f *FS) usedLocked() uint64 {
 	used := f.used + uint64(f.takenLocked())
 	if f.spill != nil {
-		used += uint64(f.spill.taken) * uint64(f.chunkSize)
+		used += uint64(f.spill.taken()) * uint64(f.chunkSize)
 	}
 	return used
 }

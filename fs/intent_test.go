@@ -592,14 +592,7 @@ func TestCheckIntentLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			store, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cp := filepath.Join(t.TempDir(), "ws.cfs")
-			if err := os.WriteFile(cp, store, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			cp := copyFile(t, path)
 			if tt.log != nil {
 				if err := os.WriteFile(cp+"-intent", tt.log(t, log, gen, cp+"-intent"), 0o600); err != nil {
 					t.Fatal(err)

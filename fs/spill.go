@@ -53,10 +53,6 @@ type spill struct {
 	// free slot keeps them.
 	kept []int64
 	keep time.Duration
-	// taken counts the slots taken and not yet released: chunks that
-	// count against the workspace's limit until their commit
-	// (usedLocked), as a pool buffer's do.
-	taken int
 }
 
 // openSpill makes an unlinked spill file of slots slots for chunks of
@@ -105,7 +101,6 @@ func (sp *spill) take() (int, bool) {
 	i := sp.free[n-1]
 	sp.free = sp.free[:n-1]
 	sp.kept[i] = 0
-	sp.taken++
 	return i, true
 }
 
@@ -131,7 +126,6 @@ const spillKeep = 5 * time.Second
 // taken again only after cleanSpill dropped its pages from the map.
 func (sp *spill) release(i int) {
 	sp.released = append(sp.released, i)
-	sp.taken--
 }
 
 // unmap drops slot i's pages from this process's map (not from the
@@ -230,15 +224,23 @@ func (sp *spill) plain(i, n int) []byte {
 // inUse reports whether any slot is taken.
 func (sp *spill) inUse() bool { return sp != nil && len(sp.free) < sp.slots }
 
+// taken counts the slots taken and not yet released: chunks that count
+// against the workspace's limit until their commit (usedLocked), as a
+// pool buffer's do. Slots released or being cleaned are not taken.
+func (sp *spill) taken() int {
+	return sp.slots - len(sp.free) - len(sp.released) - sp.cleaning
+}
+
 // A whole-chunk write during a long write goes straight into the spill
 // file (writeSpilledLocked), where the chunk would otherwise have been
 // copied into a pool buffer, hashed there, then written to the spill
 // file by a worker: the write costs what a loopback filesystem's
 // pwrite does, the pool buffer is never waited for, and one copy of
 // every byte is saved. A worker then hashes the chunk where it lies (in
-// the map) and writes its header in front of it (prepareSpilled); the
-// commit stores it from the map as any spilled chunk. Until then reads
-// find it in the map too. Nothing about durability changes: the chunk
+// the map) and writes its header in front of it (prepareSpilled), once
+// the write pauses or anything waits for it (holdLocked); the commit
+// stores it from the map as any spilled chunk. Until then reads find it
+// in the map too. Nothing about durability changes: the chunk
 // is in a commit only after it is hashed, and fsync waits for that.
 
 // writeSpilledLocked writes data, a whole chunk, as chunk idx of n
