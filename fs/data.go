@@ -926,7 +926,7 @@ func (f *FS) loadChunk(id chunkstore.ID) (data []byte, release func(), err error
 // decodeClaimed decodes and verifies a chunk the caller has claimed in the
 // cache, and ends the claim.
 func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
-	buf := f.cache.buffer(chunkstore.ReadBufSize(f.chunkSize))
+	buf := f.cache.readBuffer(chunkstore.ReadBufSize(f.chunkSize))
 	var out []byte
 	err := f.view(func(tx *chunkstore.Tx) error {
 		var err error

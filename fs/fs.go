@@ -674,6 +674,7 @@ func (f *FS) Close() error {
 		}
 		f.spill = nil
 	}
+	f.cache.close()
 	if f.fork != nil {
 		return err // the store is the workspace's
 	}
