@@ -13,8 +13,9 @@ import (
 //
 // Its buffers are recycled: fresh memory is slow to touch on these
 // machines (first-touch faults ran at 80-230 MiB/s), and a cold read
-// decodes a chunk per MiB. Those of a chunk's size come from a hugeArena
-// while it has any: a cold read runs faster over huge pages. A reader holds an entry (acquire or putClaimed) until it
+// decodes a chunk per MiB. Chunks read from the store go into buffers
+// from a hugeArena while it has any (a cold read runs faster over huge
+// pages); copies (add) take ordinary ones. A reader holds an entry (acquire or putClaimed) until it
 // has copied what it needs and calls release; an evicted entry's buffer is
 // reused only once nobody holds it.
 //
