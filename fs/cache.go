@@ -15,9 +15,10 @@ import (
 // machines (first-touch faults ran at 80-230 MiB/s), and a cold read
 // decodes a chunk per MiB. Chunks read from the store go into buffers
 // from a hugeArena while it has any (a cold read runs faster over huge
-// pages); copies (add) take ordinary ones. A reader holds an entry (acquire or putClaimed) until it
-// has copied what it needs and calls release; an evicted entry's buffer is
-// reused only once nobody holds it.
+// pages); copies (add) take ordinary ones. A reader holds an entry
+// (acquire or putClaimed) until it has copied what it needs and calls
+// release; an evicted entry's buffer is reused only once nobody holds
+// it.
 //
 // A chunk being decoded is claimed, so that a reader and the prefetcher
 // (or two readers) never decode the same chunk twice: the others wait for

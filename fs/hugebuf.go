@@ -49,6 +49,10 @@ type hugeArena struct {
 	mem    []byte // the hugePage-aligned part of raw the buffers lie in
 	next   int    // buffers handed out from mem at least once
 	spare  [][]byte
+	// returned is how many of spare, from the bottom, have had their
+	// pages returned (trim): trim runs on every quiet commit tick, and
+	// returns each buffer's pages once.
+	returned int
 }
 
 func newHugeArena(n, size int) *hugeArena {
@@ -62,6 +66,7 @@ func (a *hugeArena) take() []byte {
 		b := a.spare[k-1]
 		a.spare[k-1] = nil
 		a.spare = a.spare[:k-1]
+		a.returned = min(a.returned, k-1)
 		return b
 	}
 	if a.next >= a.n {
@@ -106,9 +111,11 @@ func (a *hugeArena) put(b []byte) {
 // trim returns the memory of the spare buffers to the kernel, but for
 // the two that take hands out next.
 func (a *hugeArena) trim() {
-	for _, b := range a.spare[:max(len(a.spare)-2, 0)] {
+	keep := max(len(a.spare)-2, 0)
+	for _, b := range a.spare[min(a.returned, keep):keep] {
 		_ = unix.Madvise(b, unix.MADV_DONTNEED)
 	}
+	a.returned = max(a.returned, keep)
 }
 
 // release unmaps the arena if none of its buffers is out, and makes it
@@ -123,9 +130,9 @@ func (a *hugeArena) release() {
 		for _, b := range a.spare {
 			_ = unix.Madvise(b, unix.MADV_DONTNEED)
 		}
-		a.spare = nil
+		a.spare, a.returned = nil, 0
 		return
 	}
 	_ = unix.Munmap(a.raw)
-	a.raw, a.mem, a.spare, a.next = nil, nil, nil, 0
+	a.raw, a.mem, a.spare, a.next, a.returned = nil, nil, nil, 0, 0
 }

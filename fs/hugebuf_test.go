@@ -69,8 +69,21 @@ func TestHugeArena(t *testing.T) {
 	if bufs[1][0] != 2 || bufs[2][size-1] != 3 {
 		t.Fatal("trim: a buffer taken next lost its bytes")
 	}
+	if a.returned != 1 {
+		t.Fatalf("trim: %d buffers' pages returned, want 1", a.returned)
+	}
+	bufs[0][0] = 9
+	a.trim() // again: nothing more to return
+	if bufs[0][0] != 9 {
+		t.Fatal("a second trim returned the same buffer's pages again")
+	}
 	if b := a.take(); &b[0] != &bufs[2][0] {
 		t.Fatal("take after put: not the buffer put last")
+	}
+	a.take()
+	a.take() // bufs[0]: the returned one
+	if a.returned != 0 {
+		t.Fatalf("after taking every spare buffer, %d counted as returned", a.returned)
 	}
 }
 
