@@ -119,6 +119,20 @@ type afterPin struct {
 	// the roots of the exec's states, set by the commit (for EndExec's
 	// answer)
 	rootBefore, rootAfter string
+	// done is set under mu once the commit that wrote the fields above
+	// has ended well. The commit writes them in its transaction, without
+	// mu: EndExec reads them only after it sees done.
+	done bool
+}
+
+// publishAfterPinsLocked marks the afterPins of ops, which a commit has
+// just written, done: their waiters (EndExec) may read them now.
+func publishAfterPinsLocked(ops []cpOp) {
+	for _, op := range ops {
+		if op.after != nil {
+			op.after.done = true
+		}
+	}
 }
 
 // checkpoints is the FS's side of exec checkpoints, under mu.
@@ -303,7 +317,7 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	if err := f.syncAllLocked(ctx); err != nil {
 		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
 	}
-	for ap.epoch == 0 {
+	for !ap.done {
 		// syncAllLocked waited for a commit taken after the record was
 		// queued, so this only loops if that commit failed.
 		if f.broken != nil {

@@ -277,6 +277,7 @@ func (f *FS) commitOnce() {
 	f.used = st.UniqueBytes
 	f.epoch = snap.epoch
 	f.cps.records = snap.cpRecords
+	publishAfterPinsLocked(snap.cps)
 	f.cleanAfterCommitLocked(snap)
 	f.intentCommittedLocked(snap)
 	if f.spillReady > 0 && (f.spillReady >= f.spillSlots/2 || f.quiet) {

@@ -532,6 +532,7 @@ func (f *FS) rewindLiveThen(ctx context.Context, plan func(tx *chunkstore.Tx) (*
 	}
 	f.epoch = epoch
 	f.used = st.UniqueBytes
+	publishAfterPinsLocked(ops)
 	rep := &RewindReport{Records: eff.records, Epoch: epoch}
 	rep.Paths = f.afterRewindLocked(eff)
 	rep.Seconds = time.Since(start).Seconds()
