@@ -318,8 +318,9 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
 	}
 	for !ap.done {
-		// syncAllLocked waited for a commit taken after the record was
-		// queued, so this only loops if that commit failed.
+		// syncAllLocked can return while the commit that took the
+		// record is still writing it: wait for that commit to end, or
+		// for its failure.
 		if f.broken != nil {
 			return nil, f.broken
 		}

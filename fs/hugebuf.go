@@ -21,10 +21,11 @@ const hugePage = 2 << 20
 // entries and a few segments. The gain is larger than the CPU time the
 // walks take in a profile (5-7% of the daemon's), so it is likely the
 // disk's requests that gain most. (fio's 1 MiB sequential cold read of
-// 256 MiB, a daemon with the arena against one without, 8 rounds
-// interleaved: 1,249-1,869 MiB/s, median 1,376, against 941-1,480,
-// median 1,170; an arena without the madvise ran no faster than the Go
-// heap's pages.)
+// 256 MiB, a daemon with a mapped arena against one without, 8 rounds
+// interleaved: 1,169-1,430 MiB/s, median 1,280, against 818-1,143,
+// median 1,044; the same arena without the madvise 928-1,196, median
+// 1,037. In another 8 rounds, the arena in the Go heap: median 1,376
+// against 1,171.)
 //
 // The arena is mapped apart from the Go heap (mmap), not made with
 // make: a live allocation of its size in the heap counts against the
