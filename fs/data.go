@@ -58,6 +58,11 @@ type slot struct {
 	// rawSpill: written straight into spill slot spillSlot by a whole-
 	// chunk write (writeSpilledLocked), hashed there (prepareSpilled).
 	rawSpill bool
+	// staged: rawSpill, its bytes in frame while the spill writer
+	// writes them into the spill slot (stage.go); freeStaged: superseded
+	// meanwhile, freed by the spill writer.
+	staged     bool
+	freeStaged bool
 	// held: sealed, in f.held instead of the workers' queue (holdLocked).
 	held bool
 	// small: frame is a small frame (small.go), not one of the pool's.
@@ -378,10 +383,15 @@ func (f *FS) supersedeLocked(s *slot) {
 	switch s.state {
 	case slotSealed:
 		if s.held {
-			// No worker has it: it is freed now, unhashed.
+			// No worker has it: it is freed now, unhashed, or once
+			// its spill write has ended.
 			f.unholdLocked(s)
 			f.pending--
-			f.freeBufLocked(s)
+			if s.staged {
+				s.freeStaged = true
+			} else {
+				f.freeBufLocked(s)
+			}
 			f.cond.Broadcast()
 		}
 	case slotDirty, slotPrepared:
@@ -588,13 +598,14 @@ func (f *FS) newScratch() []byte {
 // prepareSlot merges (if sparse), hashes and compresses a sealed slot
 // taken from the queue; mu is not held.
 func (f *FS) prepareSlot(s *slot, scratch []byte) {
-	if s.rawSpill {
+	f.mu.Lock()
+	f.waitStagedLocked(s)
+	hasBase, rawSpill := s.hasBase, s.rawSpill
+	f.mu.Unlock()
+	if rawSpill {
 		f.prepareSpilled(s, scratch)
 		return
 	}
-	f.mu.Lock()
-	hasBase := s.hasBase
-	f.mu.Unlock()
 	if !hasBase || f.mergeBase(s) {
 		p, hole := prepare(s, scratch)
 		f.mu.Lock()

@@ -178,8 +178,19 @@ type FS struct {
 	// background snapshot took (tests).
 	spilledTotal int
 	spilledRaw   int
-	mostSpilled  int
-	mostFrames   int
+	// staged counts the slots whose spill write is under way, stageQ
+	// those waiting for the spill writer, stageWork wakes it, and
+	// stagedTotal counts the spill writes it made (stage.go).
+	staged      int
+	stageQ      []*slot
+	stageWork   chan struct{}
+	stagedTotal int
+	stagerDone  bool
+	// stageGate, if set (tests), is received from before each spill
+	// write the spill writer makes.
+	stageGate   chan struct{}
+	mostSpilled int
+	mostFrames  int
 	// quiet is set by the committer's tick: nothing changed since the
 	// tick before (a background commit then takes spilled slots).
 	quiet bool
@@ -265,6 +276,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 		dead:      make(map[Ino]bool),
 		kick:      make(chan struct{}, 1),
 		work:      make(chan struct{}, 64),
+		stageWork: make(chan struct{}, 1),
 		readAhead: make(chan aheadChunk, 4*readAheadChunks),
 		stop:      make(chan struct{}),
 		opts:      opts,
@@ -329,6 +341,8 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	}
 	f.wg.Add(1)
 	go f.committer()
+	f.wg.Add(1)
+	go f.spillWriter()
 	for range prefetchers {
 		f.wg.Add(1)
 		go f.prefetcher()
@@ -726,7 +740,8 @@ func (f *FS) SetLimit(limit uint64) {
 func (f *FS) usedLocked() uint64 {
 	used := f.used + uint64(f.takenLocked())
 	if f.spill != nil {
-		used += uint64(f.spill.taken()) * uint64(f.chunkSize)
+		// A staged chunk has a frame and a spill slot: it counts once.
+		used += uint64(f.spill.taken()-f.staged) * uint64(f.chunkSize)
 	}
 	return used
 }

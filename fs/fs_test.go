@@ -140,13 +140,20 @@ func (h *harness) sync() {
 		h.t.Fatalf("Sync: %v", err)
 	}
 	// Everything is committed: no buffer may be held, nothing may wait.
+	// (A chunk overwritten while the spill writer wrote it is freed by
+	// the spill writer when its write ends, maybe just after the sync.)
 	h.f.mu.Lock()
+	for deadline := time.Now().Add(10 * time.Second); h.f.staged > 0 && time.Now().Before(deadline); {
+		h.f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		h.f.mu.Lock()
+	}
 	bufs, small, pending := h.f.bufCount, h.f.small.bytes, h.f.pending
 	spilled := h.f.spillReady
 	if h.f.spill != nil {
 		// Released slots hold nothing; their pages are dropped
 		// after the next commit (cleanSpill).
-		spilled += h.f.spillSlots - len(h.f.spill.free) - len(h.f.spill.released) - h.f.spill.cleaning
+		spilled += h.f.spill.slots - len(h.f.spill.free) - len(h.f.spill.released) - h.f.spill.cleaning
 	}
 	h.f.mu.Unlock()
 	if bufs != 0 || small != 0 || pending != 0 || spilled != 0 {

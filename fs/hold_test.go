@@ -18,14 +18,15 @@ import (
 // a worker or held, and holdOff.
 //
 // It first waits until no chunk is with a worker (the pool's, hashed and
-// spilled meanwhile), so that the counts hold still.
+// spilled meanwhile) or with the spill writer (stage.go), so that the
+// counts hold still.
 func holdState(t *testing.T, f *FS) (held, free, pending int, off bool) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for deadline := time.Now().Add(10 * time.Second); f.pending != len(f.held) || len(f.queue) > 0; {
+	for deadline := time.Now().Add(10 * time.Second); f.pending != len(f.held) || len(f.queue) > 0 || f.staged > 0; {
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s on, %d chunks still with the workers", f.pending-len(f.held))
+			t.Fatalf("10 s on, %d chunks still with the workers, %d with the spill writer", f.pending-len(f.held), f.staged)
 		}
 		f.mu.Unlock()
 		time.Sleep(time.Millisecond)

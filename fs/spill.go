@@ -268,25 +268,37 @@ func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
 	if i < 0 {
 		return nil
 	}
-	f.mu.Unlock()
-	err := f.spill.writeBody(i, data)
-	f.mu.Lock()
-	if err != nil {
-		f.spill.release(i)
-		if f.spillSlots != 0 {
-			f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
-			f.spillSlots = 0
+	// The spill writer writes the slot behind the reply (stage.go) if a
+	// frame is at hand; otherwise it is written here.
+	frame := f.stageLocked(data)
+	if frame == nil {
+		f.mu.Unlock()
+		err := f.spill.writeBody(i, data)
+		f.mu.Lock()
+		if err != nil {
+			f.spill.release(i)
+			if f.spillSlots != 0 {
+				f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
+				f.spillSlots = 0
+			}
+			return nil
 		}
-		return nil
 	}
 	if f.broken != nil {
 		f.spill.release(i)
+		if frame != nil {
+			f.staged--
+			f.freeFrameLocked(&slot{frame: frame})
+		}
 		return nil
 	}
 	if old := n.slots[idx]; old != nil {
 		f.supersedeLocked(old)
 	}
 	s := &slot{ino: n.attr.Ino, idx: idx, state: slotDirty, hi: len(data), spilled: true, spillSlot: i, rawSpill: true}
+	if frame != nil {
+		s.frame, s.buf, s.staged = frame, frame[chunkstore.HeaderSize:], true
+	}
 	s.prep.Len = len(data)
 	if n.slots == nil {
 		n.slots = make(map[uint64]*slot)
@@ -295,6 +307,9 @@ func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
 	f.dirty[n.attr.Ino] = n
 	f.spilledRaw++
 	f.sealLocked(s)
+	if s.staged {
+		f.queueStagedLocked(s)
+	}
 	return s
 }
 
