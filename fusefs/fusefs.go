@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -174,6 +175,10 @@ func Mount(f *fs.FS, mountpoint string, opts Options) (*Server, error) {
 		<-s.served
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	// Direct writes for write-only created files (createdFlags) only
+	// where a direct write drops the cached pages it covers, as kernels
+	// that offer DIRECT_IO_ALLOW_MMAP (6.6 on) do.
+	raw.directWrites.Store(srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	var st syscall.Stat_t
 	if err := syscall.Stat(mountpoint, &st); err == nil {
 		s.dev = st.Dev
@@ -373,6 +378,9 @@ type rawFS struct {
 	base   time.Time // requests are timed from it
 	log    *slog.Logger
 	server *fuse.Server
+	// directWrites: write-only created files are written past the
+	// page cache (createdFlags).
+	directWrites atomic.Bool
 
 	mu      sync.Mutex
 	handles map[uint64]*handle
@@ -888,8 +896,30 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, o
 	}
 	r.fillEntry(&a, &out.EntryOut)
 	out.Fh = fh
-	out.OpenFlags = openFlags
+	out.OpenFlags = r.createdFlags(in.Flags)
 	return fuse.OK
+}
+
+// createdFlags are the open flags of a file made by CREATE and opened
+// with flags: openFlags, and FOPEN_DIRECT_IO if it was opened write-only
+// (and the kernel keeps a direct write coherent: directWrites).
+//
+// A write through the page cache (FUSE without a writeback cache
+// writes through it) copies each byte into a page of the file's cache
+// before the daemon reads it from there: a file being written whole
+// (cp, tar, dd, a compiler's output, a download) fills pages nobody
+// asked to keep, and on a VM that gives freed memory back to its host
+// every such page costs a fault there too. A direct write hands the
+// daemon the writer's own pages instead. A write-only handle reads
+// nothing and cannot be mapped, so it loses no cached read; the kernel
+// drops the cached pages a direct write covers, so a reader of the same
+// file through another handle reads what was written
+// (TestDirectWriteCoherent).
+func (r *rawFS) createdFlags(flags uint32) uint32 {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY && r.directWrites.Load() {
+		return openFlags | fuse.FOPEN_DIRECT_IO
+	}
+	return openFlags
 }
 
 // fhUntracked marks a file handle number that is in no table: it carries
