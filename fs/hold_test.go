@@ -53,13 +53,16 @@ func holdState(t *testing.T, f *FS) (held, free, pending int, off bool) {
 // back as written, are freed unhashed when overwritten or truncated
 // away, go to the workers when half the spill is held, when anyone waits
 // and when the writes pause, and are committed like any others.
+// seededBytes returns n pseudo-random bytes from seed.
+func seededBytes(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
+	return b
+}
+
 func TestHoldSpilled(t *testing.T) {
 	const cs = 64 << 10
-	chunks := func(seed uint64, n int) []byte {
-		b := make([]byte, n*cs)
-		rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
-		return b
-	}
+	chunks := func(seed uint64, n int) []byte { return seededBytes(seed, n*cs) }
 	// writeChunks writes data in whole-chunk writes, as fio and cp do.
 	writeChunks := func(h *harness, ino Ino, off int, data []byte) {
 		for i := 0; i < len(data); i += cs {

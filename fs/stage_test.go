@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -28,11 +27,7 @@ func stagedNow(f *FS) (staged, frames int) {
 // are committed from the frame. The spill writer is held up by a gate.
 func TestStaged(t *testing.T) {
 	const cs = 64 << 10
-	chunks := func(seed uint64, n int) []byte {
-		b := make([]byte, n*cs)
-		rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
-		return b
-	}
+	chunks := func(seed uint64, n int) []byte { return seededBytes(seed, n*cs) }
 	// start opens a workspace with a pool of 16 chunks, its spill
 	// writer gated, and writes n chunks to a new file in whole-chunk
 	// writes: past half the pool they are staged, up to maxStaged.
