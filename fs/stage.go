@@ -43,10 +43,12 @@ import (
 // to cover a pwrite that takes longer than a write's round trip.
 const maxStaged = 4
 
-// stageLocked copies data, a whole chunk for spill slot i, into a pool
-// frame and queues its spill write, returning the frame, or nil when
-// the writer must write the slot itself (maxStaged staged, or no frame
-// to spare). mu is released while the bytes are copied.
+// stageLocked copies data, a whole chunk on its way to a spill slot,
+// into a pool frame and counts it staged, returning the frame (the
+// caller makes the slot and queues it: queueStagedLocked), or nil when
+// the writer must write the slot itself (maxStaged staged, the spill
+// writer gone, or no frame to spare). mu is released while the bytes
+// are copied.
 func (f *FS) stageLocked(data []byte) []byte {
 	if f.staged >= maxStaged || f.stagerDone || !f.canTakeBufLocked() {
 		return nil
