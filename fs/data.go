@@ -285,11 +285,16 @@ func (f *FS) freeFrameLocked(s *slot) {
 		f.cond.Broadcast()
 		return
 	}
+	f.putFrameLocked(s.frame)
+	s.frame, s.buf = nil, nil
+}
+
+// putFrameLocked returns a frame taken by takeFrameLocked to the pool.
+func (f *FS) putFrameLocked(frame []byte) {
 	f.bufCount--
 	if len(f.freeBufs) < f.bufMax {
-		f.freeBufs = append(f.freeBufs, s.frame)
+		f.freeBufs = append(f.freeBufs, frame)
 	}
-	s.frame, s.buf = nil, nil
 	f.cond.Broadcast()
 }
 
@@ -619,14 +624,8 @@ func (f *FS) prepareSlot(s *slot, scratch []byte) {
 		f.mu.Unlock()
 		if spillSlot >= 0 {
 			if err := f.spill.write(spillSlot, p.Value()); err != nil {
-				// A full disk, say: spill no more (once logged); what
-				// is in it is committed as before.
 				f.mu.Lock()
-				f.spill.release(spillSlot)
-				if f.spillSlots != 0 {
-					f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
-					f.spillSlots = 0
-				}
+				f.spillFailedLocked(spillSlot, err)
 				f.mu.Unlock()
 				spillSlot = -1
 			}

@@ -276,11 +276,7 @@ func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
 		err := f.spill.writeBody(i, data)
 		f.mu.Lock()
 		if err != nil {
-			f.spill.release(i)
-			if f.spillSlots != 0 {
-				f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
-				f.spillSlots = 0
-			}
+			f.spillFailedLocked(i, err)
 			return nil
 		}
 	}
@@ -288,7 +284,7 @@ func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
 		f.spill.release(i)
 		if frame != nil {
 			f.staged--
-			f.freeFrameLocked(&slot{frame: frame})
+			f.putFrameLocked(frame)
 		}
 		return nil
 	}
@@ -311,6 +307,17 @@ func (f *FS) writeSpilledLocked(n *node, idx uint64, data []byte) *slot {
 		f.queueStagedLocked(s)
 	}
 	return s
+}
+
+// spillFailedLocked frees spill slot i, whose write failed (a full disk,
+// say), and stops spilling (logged once): what is in the spill file is
+// committed as before, and chunks wait in the buffer pool from now on.
+func (f *FS) spillFailedLocked(i int, err error) {
+	f.spill.release(i)
+	if f.spillSlots != 0 {
+		f.log.Warn("spill file write failed: chunks wait in the buffer pool from now on", "err", err)
+		f.spillSlots = 0
+	}
 }
 
 // prepareSpilled hashes (and compresses, if that pays) a chunk that
