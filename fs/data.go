@@ -642,10 +642,12 @@ func (f *FS) worker() {
 	for {
 		f.mu.Lock()
 		var s *slot
+		work := 0
 		if n := len(f.queue); n > 0 {
 			s = f.queue[0]
 			f.queue[0] = nil
 			f.queue = f.queue[1:]
+			work = max(s.hi, s.baseLen)
 		}
 		f.mu.Unlock()
 		if s == nil {
@@ -656,13 +658,18 @@ func (f *FS) worker() {
 			}
 			continue
 		}
+		f.beginHeavy(work)
 		f.prepareSlot(s, scratch)
+		f.endHeavy()
 		// Let a goroutine back from a system call (a FUSE request
 		// just read) have this P: with every P hashing, it would wait
 		// in the global queue for the scheduler's 10 ms preemption.
 		runtime.Gosched()
 	}
 }
+
+// streamWrite is the least a write holds to be told to Options.Heavy.
+const streamWrite = 128 << 10
 
 // pageSize is the granularity of a sparse slot's pages.
 const pageSize = 4096
@@ -1077,7 +1084,10 @@ func (f *FS) prefetcher() {
 		default:
 			// A chunk deleted meanwhile, or damaged, is the reader's to
 			// report when it gets there.
-			if e, err := f.decodeClaimed(id); err == nil {
+			f.beginHeavy(f.chunkSize)
+			e, err := f.decodeClaimed(id)
+			f.endHeavy()
+			if err == nil {
 				f.cache.release(e)
 			}
 		}
@@ -1246,6 +1256,13 @@ func (f *FS) WriteIf(ctx context.Context, ino Ino, version uint64, off int64, da
 func (f *FS) write(ctx context.Context, ino Ino, off int64, data []byte, appendMode bool, want *uint64) (int, error) {
 	if off < 0 {
 		return 0, syscall.EINVAL
+	}
+	if len(data) >= streamWrite {
+		// Large writes are work to come in the background (hashing,
+		// spill writes): counted now, a stream of them has a second P
+		// (Options.Heavy) before the workers fall behind.
+		f.beginHeavy(len(data))
+		f.endHeavy()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

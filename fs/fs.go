@@ -104,11 +104,36 @@ type Options struct {
 	CommitInterval time.Duration
 	// Workers hash and compress chunks (GOMAXPROCS if 0).
 	Workers int
-	Logger  *slog.Logger
+	// Heavy, if set, is told when a background goroutine begins and ends
+	// work that may want a CPU of its own, and how many bytes it covers:
+	// preparing a chunk, decoding a chunk read ahead, a spill write
+	// (internal/procs decides from that how many Ps the runtime uses).
+	Heavy  Heavy
+	Logger *slog.Logger
 	// LockTimeout is passed to chunkstore.Open.
 	LockTimeout time.Duration
 
 	fork *forkCfg // set by OpenFork: the FS serves that fork
+}
+
+// Heavy is told of background work that may want a CPU of its own; see
+// Options.Heavy. Its methods must be cheap and must not call into the FS.
+type Heavy interface {
+	Begin(bytes int)
+	End()
+}
+
+// beginHeavy and endHeavy tell opts.Heavy, if any.
+func (f *FS) beginHeavy(bytes int) {
+	if f.heavy != nil {
+		f.heavy.Begin(bytes)
+	}
+}
+
+func (f *FS) endHeavy() {
+	if f.heavy != nil {
+		f.heavy.End()
+	}
 }
 
 // Caller says who asks. Kernel is set by the FUSE adapter: the kernel then
@@ -122,6 +147,7 @@ type Caller struct {
 type FS struct {
 	store     *chunkstore.Store
 	log       *slog.Logger
+	heavy     Heavy
 	chunkSize int
 	interval  time.Duration
 
@@ -269,6 +295,7 @@ func newFS(store *chunkstore.Store, opts Options) (*FS, error) {
 	f := &FS{
 		store:     store,
 		log:       opts.Logger,
+		heavy:     opts.Heavy,
 		chunkSize: store.ChunkSize(),
 		interval:  opts.CommitInterval,
 		nodes:     make(map[Ino]*node),

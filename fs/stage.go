@@ -103,7 +103,9 @@ func (f *FS) spillWriter() {
 		}
 		// The slot's frame and spill slot are its own until
 		// finishStagedLocked (see the invariants above).
+		f.beginHeavy(s.hi)
 		err := sp.writeBody(s.spillSlot, s.buf[:s.hi])
+		f.endHeavy()
 		f.mu.Lock()
 		f.finishStagedLocked(s, err)
 		f.mu.Unlock()
