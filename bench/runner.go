@@ -499,6 +499,10 @@ func RunOnce(ctx context.Context, w *Workload, t *Target, in *Inputs, round int,
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return Sample{}, nil, fmt.Errorf("setup: %w", err)
 	}
+	if t.enter != nil {
+		t.enter()
+		defer t.leave()
+	}
 	e := &Env{Dir: dir, Target: t, Inputs: in, Log: log, runner: t.runner}
 	fail := func(stage string, err error) (Sample, []string, error) {
 		os.RemoveAll(dir)

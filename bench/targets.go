@@ -12,6 +12,7 @@ import (
 	"github.com/computerfs/computerfs/fs"
 	"github.com/computerfs/computerfs/fusefs"
 	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/internal/procs"
 )
 
 // Names of the built-in targets.
@@ -85,6 +86,9 @@ type Target struct {
 	runner commandRunner
 	// reads counts the computerfs mount's READs (vitals.go).
 	reads *readObserver
+	// enter and leave, if set, bracket each run on the target: the
+	// computerfs target governs the process's GOMAXPROCS between them.
+	enter, leave func()
 }
 
 // Close tears the target down: unmounts, closes and removes what it made.
@@ -201,6 +205,14 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 	if fopts.Limit == 0 {
 		fopts.Limit = 1 << 40 // the scenarios write more than the default limit
 	}
+	// Governed as `computerfs mount` governs its runtime (internal/procs),
+	// but only while a run on this target is under way (Target.enter):
+	// the other targets, nopt1m served by this same process among them,
+	// run with every P.
+	gov := procs.New(log)
+	if fopts.Heavy == nil {
+		fopts.Heavy = gov
+	}
 	f, err := fs.Open(ws, fopts)
 	if err != nil {
 		t.Close()
@@ -229,6 +241,10 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 	})
 	t.Dir, t.FS, t.Workspace, t.Server, t.reads = mnt, f, ws, srv, reads
 	t.Note = "a fresh workspace mounted in-process; store " + ws
+	if gov != nil {
+		t.enter, t.leave = gov.Start, gov.Stop
+		t.Note += fmt.Sprintf("; GOMAXPROCS governed while its runs are under way (1, or %d while background work streams)", gov.Max())
+	}
 	if t.FSType, _, err = FSType(mnt); err != nil {
 		t.Close()
 		return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/computerfs/computerfs/fusefs"
 	"github.com/computerfs/computerfs/internal/metrics"
 	"github.com/computerfs/computerfs/internal/mountinfo"
+	"github.com/computerfs/computerfs/internal/procs"
 	"github.com/computerfs/computerfs/internal/size"
 	"github.com/computerfs/computerfs/mcpserver"
 	"github.com/computerfs/computerfs/pluginapi/pb"
@@ -209,11 +210,15 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 			}
 		}
 	}()
-	f, err := fs.Open(ws, fs.Options{Limit: c.limit, Logger: e.log, CommitInterval: commitInterval})
+	// The governor holds the Go runtime to one P while no background work
+	// wants a second CPU (internal/procs); it starts once the daemon is
+	// live, after fs.Open sized its workers by the full count.
+	gov := procs.New(e.log)
+	f, err := fs.Open(ws, fs.Options{Limit: c.limit, Logger: e.log, CommitInterval: commitInterval, Heavy: gov})
 	if err != nil {
 		return err
 	}
-	undo = append(undo, func() { f.Close() })
+	undo = append(undo, func() { f.Close() }, gov.Stop)
 	if c.limit != 0 {
 		if cur, used := f.Limit(); cur != c.limit {
 			if err := wsrpc.CheckLimit(c.limit, used); err != nil {
@@ -334,6 +339,7 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		fmt.Fprintf(e.stdout, "computerfs: serving %s on %s\n", ws, ctl.Path())
 		e.log.Info("serving", "workspace", ws, "socket", ctl.Path())
 	}
+	gov.Start()
 	stopSync, err := startSync(ctx, e, c.sync, host, kick, &syncer)
 	if err != nil {
 		return err
@@ -377,6 +383,8 @@ func serve(ctx context.Context, e *env, c daemonConfig, ready func(error)) (err 
 		e.log.Warn("stopping not sent", "err", err)
 	}
 	start := time.Now()
+	// Shutting down (backends, commits) may use every CPU again.
+	gov.Stop()
 	// A second signal forces the exit: the connection is aborted, and the
 	// store, which bbolt keeps consistent at every commit, is left as the
 	// last commit made it.
@@ -661,6 +669,8 @@ func mountedStore(mnt string) (string, bool) {
 // 76-83 µs of daemon CPU per READ with 2 Ps, 2.4-2.6 and 51-63 µs with
 // 4, at 7,536-9,120 against 9,264-12,287 IOPS. Sequential 1 MiB reads
 // showed no difference. An explicit GOMAXPROCS in the environment wins.
+// While the daemon serves, internal/procs holds it to 1 whenever no
+// background work streams, and raises it back to this when some does.
 const fuseProcs = 4
 
 // raiseProcs gives a process that serves FUSE mounts fuseProcs Ps.
