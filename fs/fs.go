@@ -118,9 +118,23 @@ type Options struct {
 
 // Heavy is told of background work that may want a CPU of its own; see
 // Options.Heavy. Its methods must be cheap and must not call into the FS.
+// Begin's bytes is how much the work covers, or AllCPUs for work that
+// runs parallel workers and wants every CPU at once (Parallel).
 type Heavy interface {
 	Begin(bytes int)
 	End()
+}
+
+// AllCPUs is Heavy.Begin's bytes for work that wants every CPU at once.
+const AllCPUs = -1
+
+// Parallel tells Options.Heavy, if any, that work running parallel
+// workers over this FS begins (a grep of the tree, a push), so that the
+// process has every P while it runs; end tells it the work ended. Call
+// it before sizing a worker pool by GOMAXPROCS.
+func (f *FS) Parallel() (end func()) {
+	f.beginHeavy(AllCPUs)
+	return f.endHeavy
 }
 
 // beginHeavy and endHeavy tell opts.Heavy, if any.

@@ -195,6 +195,8 @@ func PushFS(ctx context.Context, f *fs.FS, ws string, c *Client, opts PushOption
 	rep.Checked = len(check)
 	pr := &progress{fn: opts.Progress, phase: "upload", total: len(check)}
 	var uploaded, plain atomic.Int64
+	// Sealing chunks wants every CPU (a governed daemon, internal/procs).
+	defer f.Parallel()()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.conc)
 	for _, id := range check {

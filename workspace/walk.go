@@ -418,6 +418,9 @@ func (w *WS) Grep(ctx context.Context, p string, opt GrepOptions) (GrepResult, e
 		return GrepResult{}, pathErr(op, p, syscall.ENOENT)
 	}
 	g := &grepRun{w: w, m: m, opt: opt, limit: pageLimit(opt.Limit)}
+	// The workers want every CPU: a governed daemon (internal/procs)
+	// raises GOMAXPROCS before they are counted.
+	defer w.f.Parallel()()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	files := make(chan grepFile)

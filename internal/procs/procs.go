@@ -134,9 +134,15 @@ func (g *Governor) Stop() {
 // RaiseBytes of such work began within RaiseWindow: a trickle of it (the
 // files of a tar being extracted) is cheaper on one P than the wake-ups
 // a second costs.
+//
+// n < 0 (fs.AllCPUs) is work that runs parallel workers: it raises
+// GOMAXPROCS at once and holds it up until its End.
 func (g *Governor) Begin(n int) {
 	if g == nil {
 		return
+	}
+	if n < 0 {
+		n = RaiseBytes
 	}
 	g.active.Add(1)
 	g.bytes.Add(int64(n))

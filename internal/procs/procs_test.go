@@ -69,6 +69,14 @@ func TestGovernor(t *testing.T) {
 	}
 	waitProcs(t, 1, "the work ended and the quiet period passed")
 
+	// Parallel work (fs.AllCPUs) raises it at once and holds it up
+	// until it ends, however long.
+	g.Begin(-1)
+	waitProcs(t, 4, "parallel work began")
+	holdProcs(t, 4, 3*g.quiet, "parallel work under way")
+	g.End()
+	waitProcs(t, 1, "parallel work ended")
+
 	// A long stream of work that each ends at once keeps it up.
 	stop := time.Now().Add(5 * g.quiet)
 	g.Begin(RaiseBytes)
