@@ -209,9 +209,11 @@ func ComputerfsTarget(root string, opts ComputerfsOptions) (*Target, error) {
 	// but only while a run on this target is under way (Target.enter):
 	// the other targets, nopt1m served by this same process among them,
 	// run with every P.
-	gov := procs.New(log)
+	var gov *procs.Governor
 	if fopts.Heavy == nil {
-		fopts.Heavy = gov
+		if gov = procs.New(log); gov != nil {
+			fopts.Heavy = gov
+		}
 	}
 	f, err := fs.Open(ws, fopts)
 	if err != nil {

@@ -965,6 +965,16 @@ func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 // costs a 16 KiB read of the store, not 1 MiB.
 const rangedReadMax = 128 << 10
 
+// rangedWeight is what a ranged read of the store tells Options.Heavy:
+// more than its bytes, because its handler blocks in a pread, and with
+// one P the runtime's monitor likely hands the P that pread holds to a
+// thread it wakes on the other CPU. 16 within 20 ms (800 a second) raise
+// internal/procs's GOMAXPROCS. fio's cold 4 KiB random reads, in-process,
+// 2 rounds of 3 runs: 13,476 and 12,321 IOPS (nopt1m 12,438, 12,058)
+// against 13,421 and 11,674 at 4 Ps (13,133, 10,503); counted at their
+// 16 KiB, governed, 0.90-1.03x of nopt1m over the session's rounds.
+const rangedWeight = 256 << 10
+
 // readRange copies bytes [off, off+len(dest)) of stored chunk id into
 // dest, from the cache if the chunk is there, otherwise reading only the
 // blocks that cover them. It returns how many bytes the chunk's
@@ -980,11 +990,13 @@ func (f *FS) readRange(id chunkstore.ID, off int, dest []byte) (int, error) {
 		return m, nil
 	}
 	var m int
+	f.beginHeavy(rangedWeight)
 	err := f.view(func(tx *chunkstore.Tx) error {
 		var err error
 		m, err = tx.ReadAt(id, off, dest)
 		return err
 	})
+	f.endHeavy()
 	if err == nil {
 		f.cache.ranged.Add(1)
 	}

@@ -104,9 +104,10 @@ type Options struct {
 	CommitInterval time.Duration
 	// Workers hash and compress chunks (GOMAXPROCS if 0).
 	Workers int
-	// Heavy, if set, is told when a background goroutine begins and ends
-	// work that may want a CPU of its own, and how many bytes it covers:
-	// preparing a chunk, decoding a chunk read ahead, a spill write
+	// Heavy, if set, is told when work that may want a CPU of its own
+	// begins and ends, and how many bytes it covers: a worker preparing a
+	// chunk, a chunk read ahead decoded, a spill write, a write of
+	// streamWrite bytes or more (work to come), and Parallel's work
 	// (internal/procs decides from that how many Ps the runtime uses).
 	Heavy  Heavy
 	Logger *slog.Logger

@@ -22,7 +22,8 @@ func (r *heavyRecorder) End() { r.active.Add(-1) }
 
 // TestHeavy checks that the background work Options.Heavy is told of
 // (internal/procs raises GOMAXPROCS for it) is reported with its bytes,
-// and ended: preparing chunks, and decoding chunks read ahead.
+// and ended: preparing chunks, a ranged read of the store, and decoding
+// chunks read ahead.
 func TestHeavy(t *testing.T) {
 	const cs = 64 << 10
 	rec := &heavyRecorder{}
@@ -39,6 +40,22 @@ func TestHeavy(t *testing.T) {
 	if a := rec.active.Load(); a != 0 {
 		t.Errorf("after a sync: %d heavy works not ended", a)
 	}
+
+	h.reopen() // an empty cache
+	// A small read at random reads only the blocks it covers, and counts
+	// as rangedWeight: its handler blocks in a pread.
+	if _, err := h.f.Open(ino); err != nil {
+		t.Fatal(err)
+	}
+	bytesBefore := rec.bytes.Load()
+	small := make([]byte, 4096)
+	if _, err := h.f.Read(context.Background(), ino, 20*cs+8192, small); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.bytes.Load() - bytesBefore; got != rangedWeight {
+		t.Errorf("a 4 KiB read at random: %d bytes of heavy work reported, want %d", got, rangedWeight)
+	}
+	h.f.Release(ino)
 
 	h.reopen() // an empty cache: a sequential read has chunks read ahead
 	before := rec.begun.Load()

@@ -12,19 +12,21 @@
 // inter-processor interrupt; on a virtual machine whose idle vCPUs halt
 // (Firecracker here, haltpoll.guest_halt_poll_ns=0) it costs tens of
 // microseconds, more than the request itself. Measured on this 2-CPU
-// machine, standalone daemons, 5 tries each: find over a 1,111-directory
-// tree 85-110 ms with 2 Ps against 57-114 with 1; 1,000 files created by
-// a bash loop 117-159 ms against 37-84; tar xf of 2,635 files 776-912 ms
-// against 291-476. With one P a ready goroutine finds no idle P, so
-// nothing is woken that the request did not need.
+// machine, standalone daemons, 5 tries per daemon: find over a
+// 1,111-directory tree 85-142 ms with the daemon's default 4 Ps, 83-168
+// with 2, 57-114 with 1; 1,000 files created by a bash loop 89-182,
+// 94-158 and 37-84 ms; tar xf of 2,635 files 776-974, 732-1,106 and
+// 291-476 ms. With one P a ready goroutine finds no idle P, so nothing
+// is woken that the request did not need.
 //
 // But one P serialises the Go code of the background work that does
 // want a second CPU: hashing and compressing chunks, spill writes beside
 // a long write, read-ahead decoding. Measured the same way, a 256 MiB
 // sequential write ran at 707 against 813 MiB/s and a cold sequential
-// read at 640 against 880 MiB/s with one P. So the Governor raises
-// GOMAXPROCS to its full value when such work begins (Begin), and lowers
-// it to one once no such work has run for a quiet period.
+// read at 640 against 880 MiB/s with one P against 4. So the Governor
+// raises GOMAXPROCS to its full value when such work begins (Begin), and
+// lowers it to one once no such work has run for a quiet period
+// (BENCHMARKS.md, session 19, has the rest).
 //
 // The Governor owns GOMAXPROCS while it runs and must be the only one
 // to set it; it touches nothing else. A user's explicit GOMAXPROCS
