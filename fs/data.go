@@ -971,8 +971,8 @@ const rangedReadMax = 128 << 10
 // thread it wakes on the other CPU. 16 within 20 ms (800 a second) raise
 // internal/procs's GOMAXPROCS. fio's cold 4 KiB random reads, in-process,
 // 2 rounds of 3 runs: 13,476 and 12,321 IOPS (nopt1m 12,438, 12,058)
-// against 13,421 and 11,674 at 4 Ps (13,133, 10,503); counted at their
-// 16 KiB, governed, 0.90-1.03x of nopt1m over the session's rounds.
+// against 13,421 and 11,674 at 4 Ps (13,133, 10,503); not counted at
+// all (one P throughout), 0.90-1.03x of nopt1m over session 19's rounds.
 const rangedWeight = 256 << 10
 
 // readRange copies bytes [off, off+len(dest)) of stored chunk id into
