@@ -32,8 +32,8 @@
 // to set it; it touches nothing else. A user's explicit GOMAXPROCS
 // (the environment variable) wins: New returns nil then, and the
 // methods of a nil *Governor do nothing. Changing GOMAXPROCS stops the
-// world for a few microseconds; the quiet period keeps that to twice
-// per burst of background work.
+// world (its cost was not measured apart); the quiet period keeps that
+// to twice per burst of background work.
 package procs
 
 import (
@@ -131,7 +131,8 @@ func (g *Governor) Stop() {
 }
 
 // Begin marks background work of n bytes that may want a CPU of its
-// own as begun; End marks it ended. Both are a few atomic operations.
+// own as begun; End marks it ended. End is an atomic add; Begin a few
+// and a clock read, and a yield when it asks for a raise.
 // While GOMAXPROCS is low, Begin asks the Governor to raise it once
 // RaiseBytes of such work began within RaiseWindow: a trickle of it (the
 // files of a tar being extracted) is cheaper on one P than the wake-ups
