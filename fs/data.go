@@ -1034,7 +1034,20 @@ const readAheadMin = 64 << 10
 func (f *FS) readAheadLocked(n *node, off, end int64) (sequential bool) {
 	cs := int64(f.chunkSize)
 	d := off - n.nextRead
-	sequential = d == 0 || (end-off >= readAheadMin && d >= -cs && d <= cs)
+	if end-off >= readAheadMin {
+		sequential = d >= -cs && d <= cs
+		n.smallRun = 0
+	} else if d == 0 {
+		// A small read where the last one ended counts once two in a
+		// row did (or from the file's start): reads at random land next
+		// to the last one now and then (fio's, near the end of a pass
+		// over a file, often), and each would decode its chunk whole
+		// and queue readAheadChunks more for nothing.
+		n.smallRun++
+		sequential = off == 0 || n.smallRun >= 2
+	} else {
+		n.smallRun = 0
+	}
 	if sequential {
 		n.nextRead = max(n.nextRead, end)
 	} else {

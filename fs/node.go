@@ -35,9 +35,12 @@ type node struct {
 	xattrs map[string]*xattrChange
 	// nextRead is where a sequential read would go on, and chunks below
 	// aheadTo have been queued for read-ahead since the reading became
-	// sequential (see readAheadLocked).
+	// sequential (see readAheadLocked). smallRun counts the reads
+	// smaller than readAheadMin in a row that each began where the last
+	// one ended.
 	nextRead int64
 	aheadTo  uint64
+	smallRun int
 	// slots are the chunks of a file that differ from the store.
 	slots map[uint64]*slot
 	// trunc: committed chunks at or past this index are stale (the file

@@ -635,7 +635,7 @@ func (f *FS) afterRewindLocked(eff *rewindEffects) []string {
 			n.listGen = f.bump()
 		}
 		n.jparent, n.jname = 0, ""
-		n.nextRead, n.aheadTo = 0, 0
+		n.nextRead, n.aheadTo, n.smallRun = 0, 0, 0
 		if damaged != nil {
 			f.reportDamage(damaged)
 		}

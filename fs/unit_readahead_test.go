@@ -68,6 +68,8 @@ func TestReadAhead(t *testing.T) {
 		{"sequential on", [][2]int{{0, cs}, {cs, cs}, {2 * cs, cs}}, span(3, k+2), span(k+3, chunks-1)},
 		{"a jump is not sequential", [][2]int{{0, 4096}, {3 * cs, 4096}}, append([]int{1, 2}, span(4, k)...), span(k+1, chunks-1)},
 		{"large reads a little out of order", [][2]int{{0, cs}, {2 * cs, cs}, {cs, cs}}, span(3, k+2), span(k+3, chunks-1)},
+		{"one small read next to the last is not sequential", [][2]int{{3 * cs, 4096}, {3*cs + 4096, 4096}}, nil, append(span(0, 2), span(4, chunks-1)...)},
+		{"two small reads next to the last are", [][2]int{{3 * cs, 4096}, {3*cs + 4096, 4096}, {3*cs + 8192, 4096}}, span(4, k+3), span(0, 2)},
 		{"small reads near each other", [][2]int{{3*cs + 100, 4096}, {3*cs + 5000, 4096}}, nil, append(span(0, 2), span(4, chunks-1)...)},
 		{"the last chunk has nothing after it", [][2]int{{(chunks - 1) * cs, cs}}, nil, span(0, chunks-2)},
 	}
