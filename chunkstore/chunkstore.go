@@ -149,6 +149,9 @@ type Store struct {
 	// warmed counts chunks whose bodies ReadAt asked the kernel to read
 	// ahead (warmAfter), for tests.
 	warmed atomic.Uint64
+	// mappedReads counts ranges ReadAt read from bbolt's map because the
+	// page cache held them (resident), for tests.
+	mappedReads atomic.Uint64
 	// now is the clock warming reads by (time.Now; tests set their own).
 	now func() time.Time
 	// outboards keeps the outboards ReadAt read last (leaf.go).

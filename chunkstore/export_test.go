@@ -65,6 +65,9 @@ func (s *Store) DirectReads() uint64 { return s.directReads.Load() }
 // ahead.
 func (s *Store) Warmed() uint64 { return s.warmed.Load() }
 
+// MappedReads counts the ranges ReadAt read from bbolt's map.
+func (s *Store) MappedReads() uint64 { return s.mappedReads.Load() }
+
 // WarmAfter is warmAfter.
 const WarmAfter = warmAfter
 

@@ -11,7 +11,8 @@ import (
 )
 
 // TestLeafReads checks that raw bodies with an outboard are read by pread
-// of their leaf (never faulting bbolt's map in), whole and in ranges,
+// of their leaf (or from the map where the pages are cached, never
+// faulting it in), whole and in ranges,
 // and that other bodies still read right through the map.
 func TestLeafReads(t *testing.T) {
 	s, _ := newStore(t)
@@ -134,5 +135,81 @@ func TestOutboardCache(t *testing.T) {
 	}
 	if logs.Len() > 0 {
 		t.Errorf("a wrong cached outboard was logged as damage: %s", logs)
+	}
+}
+
+// TestReadAtResident reads ranges of a chunk whose pages the kernel
+// caches (through bbolt's map) and, after they are evicted, by pread:
+// both serve the right bytes, and damage is caught on either path.
+func TestReadAtResident(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	s := openStore(t, path, chunkstore.Options{})
+	data := randBytes(51, 1<<20)
+	p, _ := put(t, s, data)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evict := func(t *testing.T, s *chunkstore.Store) {
+		t.Helper()
+		if err := s.DropCaches(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm := func(t *testing.T, _ *chunkstore.Store) {
+		t.Helper()
+		if _, err := os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		cache  func(*testing.T, *chunkstore.Store)
+		mapped bool
+	}{
+		{"cached", warm, true},
+		{"evicted", evict, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openStore(t, path, chunkstore.Options{MustExist: true})
+			for _, off := range []int{0, 300_000, 1<<20 - 4096} {
+				tt.cache(t, s)
+				before := s.MappedReads()
+				r, err := readAt(s, p.ID, off, 4096)
+				if err != nil || !bytes.Equal(r, data[off:off+4096]) {
+					t.Fatalf("ReadAt at %d: %d bytes, %v", off, len(r), err)
+				}
+				if got := s.MappedReads() - before; got != 0 != tt.mapped {
+					t.Errorf("ReadAt at %d: %d reads through the map, want them %v", off, got, tt.mapped)
+				}
+			}
+		})
+	}
+
+	// Damage in the page cache, read through the map, is caught.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = 500_000
+	i := bytes.Index(b, data[at:at+64])
+	if i < 0 {
+		t.Fatal("plaintext not found in the file")
+	}
+	if _, err := f.WriteAt([]byte{b[i] ^ 1}, int64(i)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s = openStore(t, path, chunkstore.Options{MustExist: true})
+	before := s.MappedReads()
+	if _, err := readAt(s, p.ID, at, 4096); !errors.Is(err, chunkstore.ErrCorrupt) {
+		t.Errorf("ReadAt over damage in the page cache: %v, want ErrCorrupt", err)
+	}
+	if s.MappedReads() == before {
+		t.Error("the damaged range was not read through the map")
 	}
 }

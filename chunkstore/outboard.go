@@ -265,8 +265,9 @@ func (t *Tx) ReadAt(id ID, off int, dst []byte) (int, error) {
 }
 
 // readAtLeaf is ReadAt for a raw body with an outboard, reading the
-// outboard and the groups with pread (leaf.go), never through bbolt's
-// map. It reports false, having read nothing it serves, when the leaf is
+// outboard and the groups with pread (leaf.go), or the groups from
+// bbolt's map when the page cache holds them all (resident), never
+// faulting the map in. It reports false, having read nothing it serves, when the leaf is
 // not laid out as it expects; ReadAt then takes the path through the map.
 func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, error) {
 	dataLen := int(e.Len)
@@ -303,11 +304,16 @@ func (t *Tx) readAtLeaf(id ID, e indexEntry, off int, dst []byte) (int, bool, er
 	}
 	n := min(len(dst), dataLen-off)
 	lo, hi := ob.blocks(off, n, dataLen)
-	buf := t.s.blockBuf(hi - lo)
-	defer t.s.putBlockBuf(buf)
-	groups := (*buf)[:hi-lo]
-	if m, err := f.ReadAt(groups, pos+int64(l.bodyAt+lo)); err != nil || m != len(groups) {
-		return 0, true, t.corrupt(id, fmt.Errorf("read of bytes %d-%d of body %d: %d bytes, %v", lo, hi, e.Seq, m, err))
+	groups := t.resident(pos+int64(l.bodyAt+lo), hi-lo)
+	if groups != nil {
+		t.s.mappedReads.Add(1)
+	} else {
+		buf := t.s.blockBuf(hi - lo)
+		defer t.s.putBlockBuf(buf)
+		groups = (*buf)[:hi-lo]
+		if m, err := f.ReadAt(groups, pos+int64(l.bodyAt+lo)); err != nil || m != len(groups) {
+			return 0, true, t.corrupt(id, fmt.Errorf("read of bytes %d-%d of body %d: %d bytes, %v", lo, hi, e.Seq, m, err))
+		}
 	}
 	if !ob.verify(groups, lo, id) {
 		if cached {
@@ -354,6 +360,42 @@ func (t *Tx) fileOffset(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(p - info.Data), true
+}
+
+// resident returns bytes [off, off+n) of the store file as a slice of
+// bbolt's map, valid until the transaction ends, when mincore says the
+// page cache holds every page of it; otherwise nil, and the caller reads
+// them with pread. Verifying a cached group where it lies saves the
+// pread's copy (fio's 4 KiB random reads of a warmed 256 MiB file, a
+// standalone daemon, 3 alternating rounds: 15,100-16,016 IOPS against
+// 14,161-14,966 by pread). Reading a page that is not cached through the
+// map would block the thread in a page fault the Go scheduler cannot
+// see; a page evicted between mincore and the read is only that, once.
+// The bytes are verified after they are read, as pread's are, and bbolt
+// rewrites no page a read transaction can see.
+func (t *Tx) resident(off int64, n int) []byte {
+	info := t.DB().Info()
+	if info.Data == 0 || off < 0 || n <= 0 || off+int64(n) > t.Size() {
+		return nil
+	}
+	base := *(*unsafe.Pointer)(unsafe.Pointer(&info.Data))
+	ps := int64(os.Getpagesize())
+	start := off &^ (ps - 1)
+	pages := unsafe.Slice((*byte)(unsafe.Add(base, start)), int(off+int64(n)-start))
+	var vec [64]byte
+	np := (len(pages) + int(ps) - 1) / int(ps)
+	if np > len(vec) {
+		return nil
+	}
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(pages))), uintptr(len(pages)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return nil
+	}
+	for _, v := range vec[:np] {
+		if v&1 == 0 {
+			return nil
+		}
+	}
+	return pages[off-start:]
 }
 
 // blockFile is the file ReadAt reads from.
