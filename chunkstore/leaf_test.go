@@ -60,28 +60,11 @@ func TestLeafReads(t *testing.T) {
 // whole read and a range over it are ErrCorrupt, a range elsewhere in
 // the chunk still reads (it verifies through the outboard).
 func TestLeafReadDamage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	s := openStore(t, path, chunkstore.Options{})
-	data := randBytes(41, 1<<20)
-	p, _ := put(t, s, data)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, data, p := closedStore(t, 41)
 	const at = 600_000
-	i := bytes.Index(b, data[at:at+64])
-	if i < 0 {
-		t.Fatal("plaintext not found in the file")
-	}
-	b[i+10] ^= 0x20
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damage(t, path, data[at:at+64], 10, 0x20)
 	log, logs := newLogger()
-	s = openStore(t, path, chunkstore.Options{Logger: log, MustExist: true})
+	s := openStore(t, path, chunkstore.Options{Logger: log, MustExist: true})
 	if _, err := get(s, p.ID); !errors.Is(err, chunkstore.ErrCorrupt) {
 		t.Errorf("Get of a damaged body: %v, want ErrCorrupt", err)
 	}
@@ -142,13 +125,7 @@ func TestOutboardCache(t *testing.T) {
 // caches (through bbolt's map) and, after they are evicted, by pread:
 // both serve the right bytes, and damage is caught on either path.
 func TestReadAtResident(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ws.cfs")
-	s := openStore(t, path, chunkstore.Options{})
-	data := randBytes(51, 1<<20)
-	p, _ := put(t, s, data)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path, data, p := closedStore(t, 51)
 	evict := func(t *testing.T, s *chunkstore.Store) {
 		t.Helper()
 		if err := s.DropCaches(); err != nil {
@@ -187,24 +164,9 @@ func TestReadAtResident(t *testing.T) {
 	}
 
 	// Damage in the page cache, read through the map, is caught.
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const at = 500_000
-	i := bytes.Index(b, data[at:at+64])
-	if i < 0 {
-		t.Fatal("plaintext not found in the file")
-	}
-	if _, err := f.WriteAt([]byte{b[i] ^ 1}, int64(i)); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	s = openStore(t, path, chunkstore.Options{MustExist: true})
+	damage(t, path, data[at:at+64], 0, 1)
+	s := openStore(t, path, chunkstore.Options{MustExist: true})
 	before := s.MappedReads()
 	if _, err := readAt(s, p.ID, at, 4096); !errors.Is(err, chunkstore.ErrCorrupt) {
 		t.Errorf("ReadAt over damage in the page cache: %v, want ErrCorrupt", err)
@@ -212,4 +174,42 @@ func TestReadAtResident(t *testing.T) {
 	if s.MappedReads() == before {
 		t.Error("the damaged range was not read through the map")
 	}
+}
+
+// damage flips the bits mask of the byte off bytes into run, a run of
+// plaintext stored raw, in the store file at path (through the page
+// cache, so that a store open on it sees the change).
+func damage(t *testing.T, path string, run []byte, off int, mask byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, run)
+	if i < 0 {
+		t.Fatal("plaintext not found in the file")
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{b[i+off] ^ mask}, int64(i+off)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedStore stores 1 MiB of random bytes (randBytes(seed)) as a chunk
+// in a new store, closes it, and returns its path, the bytes and the
+// chunk.
+func closedStore(t *testing.T, seed uint64) (string, []byte, chunkstore.Prepared) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ws.cfs")
+	s := openStore(t, path, chunkstore.Options{})
+	data := randBytes(seed, 1<<20)
+	p, _ := put(t, s, data)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, data, p
 }
