@@ -966,9 +966,12 @@ func (f *FS) decodeClaimed(id chunkstore.ID) (*cacheEntry, error) {
 const rangedReadMax = 128 << 10
 
 // rangedWeight is what a ranged read of the store tells Options.Heavy:
-// more than its bytes, because its handler blocks in a pread, and with
-// one P the runtime's monitor likely hands the P that pread holds to a
-// thread it wakes on the other CPU. 16 within 20 ms (800 a second) raise
+// more than its bytes, because its handler may block in a pread (when
+// its group is not in the page cache; one that is is verified in
+// bbolt's map since session 20, chunkstore's resident, and is counted
+// all the same: it is not known before the read), and with one P the
+// runtime's monitor likely hands the P that pread holds to a thread it
+// wakes on the other CPU. 16 within 20 ms (800 a second) raise
 // internal/procs's GOMAXPROCS. fio's cold 4 KiB random reads, in-process,
 // 2 rounds of 3 runs: 13,476 and 12,321 IOPS (nopt1m 12,438, 12,058)
 // against 13,421 and 11,674 at 4 Ps (13,133, 10,503); not counted at

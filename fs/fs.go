@@ -107,8 +107,9 @@ type Options struct {
 	// Heavy, if set, is told when work that may want a CPU of its own
 	// begins and ends, and how many bytes it covers: a worker preparing a
 	// chunk, a chunk read ahead decoded, a spill write, a write of
-	// streamWrite bytes or more (work to come), and Parallel's work
-	// (internal/procs decides from that how many Ps the runtime uses).
+	// streamWrite bytes or more (work to come), a ranged read of the
+	// store (rangedWeight), and Parallel's work (internal/procs decides
+	// from that how many Ps the runtime uses).
 	Heavy  Heavy
 	Logger *slog.Logger
 	// LockTimeout is passed to chunkstore.Open.
