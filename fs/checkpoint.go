@@ -199,6 +199,9 @@ func (f *FS) BeginExec(ctx context.Context, id string) (*ExecCheckpoint, error) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return nil, fmt.Errorf("checkpoint before exec %s: %w", id, errWorkspaceClosed)
+	}
 	// Commit what is pending, unless nothing is (an exec record waiting
 	// for a commit is not a change of the tree, and needs none now).
 	if !f.treeCleanLocked() {
@@ -246,6 +249,10 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		// No commit runs after Close: the record would never be written.
+		return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, errWorkspaceClosed)
+	}
 	rec.ID, rec.Before, rec.Start = c.id, c.before, c.start
 	if rec.End == 0 {
 		rec.End = time.Now().UnixNano()
@@ -323,6 +330,13 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		// for its failure.
 		if f.broken != nil {
 			return nil, f.broken
+		}
+		if f.closed {
+			// Close ran while the exec's changes were prepared (mu is
+			// released there) and committed them, but not the record,
+			// queued after: waitCommitLocked returns at once from now
+			// on, and this loop would spin with mu held.
+			return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, errWorkspaceClosed)
 		}
 		if err := f.waitCommitLocked(ctx); err != nil {
 			return nil, err

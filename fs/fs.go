@@ -689,6 +689,10 @@ func (f *FS) Store() *chunkstore.Store { return f.store }
 // ChunkSize is the workspace's fixed chunk size.
 func (f *FS) ChunkSize() int { return f.chunkSize }
 
+// errWorkspaceClosed is what an operation that needs a commit gets once
+// Close has run: no commit runs after it.
+var errWorkspaceClosed = fmt.Errorf("workspace closed: %w", syscall.EIO)
+
 // Close seals all data, commits it, drops orphans and closes the store.
 func (f *FS) Close() error {
 	ferr := f.closeForks()

@@ -456,7 +456,7 @@ func snapshotEpoch(tx *chunkstore.Tx, name string) (Snapshot, error) {
 func (f *FS) quiesceLocked(ctx context.Context) error {
 	for {
 		if f.closed {
-			return fmt.Errorf("workspace closed: %w", syscall.EIO)
+			return errWorkspaceClosed
 		}
 		if f.broken != nil {
 			return f.broken

@@ -500,3 +500,72 @@ func killRounds(t *testing.T, path, worker, env string, base, step, spread int, 
 	}
 	return rounds
 }
+
+// TestExecAcrossClose: an exec whose end (or start) comes after the
+// workspace closed gets an error at once. EndExec used to queue its
+// record after Close's last commit and wait, mu held, for a commit that
+// never comes (a backends test hung for 30 minutes on it in CI). The
+// race case closes while EndExec prepares the exec's changes.
+func TestExecAcrossClose(t *testing.T) {
+	ctx := context.Background()
+	run := func(t *testing.T, f *FS, fn func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- fn() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer after Close in 30 s")
+			return nil
+		}
+	}
+	t.Run("end after close", func(t *testing.T) {
+		f, _ := openSmallChunks(t)
+		cp, err := f.BeginExec(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		putFile(t, f, RootIno, "a", bytes.Repeat([]byte("a"), 20000))
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err = run(t, f, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("EndExec after Close: %v, want EIO", err)
+		}
+	})
+	t.Run("begin after close", func(t *testing.T) {
+		f, _ := openSmallChunks(t)
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err := run(t, f, func() error { _, err := f.BeginExec(ctx, "x"); return err })
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("BeginExec after Close: %v, want EIO", err)
+		}
+	})
+	t.Run("close during end", func(t *testing.T) {
+		for i := range 40 {
+			f, path := openSmallChunks(t)
+			cp, err := f.BeginExec(ctx, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			putFile(t, f, RootIno, "a", bytes.Repeat([]byte{byte(i)}, 200000))
+			closed := make(chan error, 1)
+			go func() {
+				time.Sleep(time.Duration(i%8) * 50 * time.Microsecond)
+				closed <- f.Close()
+			}()
+			err = run(t, f, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
+			if err != nil && !errors.Is(err, syscall.EIO) {
+				t.Fatalf("round %d: EndExec: %v", i, err)
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			fsckClosed(t, f, path)
+		}
+	})
+}
