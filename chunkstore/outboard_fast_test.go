@@ -2,8 +2,11 @@ package chunkstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"lukechampine.com/blake3/bao"
 )
 
 // TestEncodeOutboardMatchesBao checks the in-place outboard walk against
@@ -69,6 +72,90 @@ func BenchmarkSumParallel(b *testing.B) {
 		}
 		for pb.Next() {
 			Sum(data)
+		}
+	})
+}
+
+// TestVerifyInPlaceMatchesBao checks verifyInPlace against
+// bao.VerifyChunk on every group-aligned range of bodies of lengths
+// around group and power-of-two boundaries (bounded), intact and with a
+// byte flipped in the range, in the tree or in the root, and on ranges
+// that are not group-aligned or run past the body.
+func TestVerifyInPlaceMatchesBao(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 1023, 1024, outboardGroup - 1, outboardGroup, outboardGroup + 1,
+		3*outboardGroup + 5, outboardMin - 1, outboardMin, outboardMin + 1, 100_000, 1 << 20, 1<<20 + 1} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(r.Uint32())
+		}
+		ob, id := encodeOutboard(body)
+		tree := ob[1:]
+		groups := (n + outboardGroup - 1) / outboardGroup
+		check := func(what string, data, tree []byte, lo int, root ID) {
+			t.Helper()
+			got := verifyInPlace(data, tree, uint64(lo), root)
+			want := bao.VerifyChunk(data, tree, outboardGroupLog, uint64(lo), root)
+			if got != want {
+				t.Fatalf("%d bytes, %s at %d (+%d): verifyInPlace %v, bao.VerifyChunk %v", n, what, lo, len(data), got, want)
+			}
+		}
+		for i := 0; i < groups; i += 1 + groups/16 {
+			for k := 1; k <= 3 && i+k <= groups; k++ {
+				lo, hi := i*outboardGroup, min((i+k)*outboardGroup, n)
+				data := bytes.Clone(body[lo:hi])
+				check("intact", data, tree, lo, id)
+				if !verifyInPlace(data, tree, uint64(lo), id) {
+					t.Fatalf("%d bytes: intact range at %d does not verify", n, lo)
+				}
+				data[r.IntN(len(data))] ^= 1 << r.IntN(8)
+				check("a flipped byte", data, tree, lo, id)
+				bad := bytes.Clone(tree)
+				if len(bad) > 8 {
+					bad[8+r.IntN(len(bad)-8)] ^= 0x10
+					check("a flipped node", body[lo:hi], bad, lo, id)
+				}
+				root := id
+				root[r.IntN(len(root))] ^= 4
+				check("another root", body[lo:hi], tree, lo, root)
+				check("a short range", body[lo:hi-1], tree, lo, id)
+				if hi+1 <= n {
+					check("a range past a group", body[lo:hi+1], tree, lo, id)
+				}
+				check("a shifted offset", body[lo:hi], tree, lo+1, id)
+				check("a range past the end", body[lo:hi], tree, n-len(body[lo:hi])+1, id)
+			}
+		}
+		check("an empty range", nil, tree, 0, id)
+		check("a cut tree", body[:min(n, outboardGroup)], tree[:len(tree)-1], 0, id)
+		check("no tree", body[:min(n, outboardGroup)], tree[:4], 0, id)
+	}
+}
+
+// FuzzVerifyInPlace: verifyInPlace answers as bao.VerifyChunk does for
+// any groups, tree and offset, and never panics.
+func FuzzVerifyInPlace(f *testing.F) {
+	body := make([]byte, 100_000)
+	for i := range body {
+		body[i] = byte(i * 13 / 5)
+	}
+	ob, id := encodeOutboard(body)
+	f.Add(body[outboardGroup:3*outboardGroup], ob[1:], uint32(outboardGroup), id[:])
+	f.Add(body[6*outboardGroup:], ob[1:], uint32(6*outboardGroup), id[:])
+	f.Add([]byte{}, ob[1:], uint32(0), id[:])
+	small := make([]byte, 8)
+	binary.LittleEndian.PutUint64(small, 5)
+	f.Add([]byte("hello"), small, uint32(0), make([]byte, 32))
+	f.Fuzz(func(t *testing.T, data, tree []byte, off uint32, root []byte) {
+		var r ID
+		copy(r[:], root)
+		if len(tree) >= 8 && binary.LittleEndian.Uint64(tree) > 64<<20 {
+			return // bao.VerifyChunk would walk a tree this large node by node
+		}
+		got := verifyInPlace(data, tree, uint64(off), r)
+		want := bao.VerifyChunk(data, tree, outboardGroupLog, uint64(off), r)
+		if got != want {
+			t.Fatalf("verifyInPlace %v, bao.VerifyChunk %v", got, want)
 		}
 	})
 }
