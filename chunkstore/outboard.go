@@ -188,7 +188,7 @@ func (o outboard) verify(groups []byte, lo int, root ID) bool {
 // verifyInPlace is bao.VerifyChunk for outboards of outboardGroup-byte
 // groups, hashing each whole group where it lies: bao.VerifyChunk copies
 // every group into a hashing buffer first, which was half of its time
-// (and a sixth of the daemon's CPU) in 4 KiB random reads, whose group
+// (and an eighth of the daemon's CPU) in 4 KiB random reads, whose group
 // lies in bbolt's map. Only a last, partial group is copied. It answers
 // as bao.VerifyChunk does for every input (TestVerifyInPlaceMatchesBao,
 // FuzzVerifyInPlace): the same walk over the same nodes, in the same

@@ -77,10 +77,11 @@ func BenchmarkSumParallel(b *testing.B) {
 }
 
 // TestVerifyInPlaceMatchesBao checks verifyInPlace against
-// bao.VerifyChunk on every group-aligned range of bodies of lengths
-// around group and power-of-two boundaries (bounded), intact and with a
-// byte flipped in the range, in the tree or in the root, and on ranges
-// that are not group-aligned or run past the body.
+// bao.VerifyChunk on ranges of one to three groups spread over bodies of
+// lengths around group and power-of-two boundaries: intact (which must
+// verify), with a byte flipped in the range (which must not), with a
+// node of the tree or a byte of the root changed, and cut short, run
+// past a group, shifted off its group or past the body's end.
 func TestVerifyInPlaceMatchesBao(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 1023, 1024, outboardGroup - 1, outboardGroup, outboardGroup + 1,
@@ -110,6 +111,9 @@ func TestVerifyInPlaceMatchesBao(t *testing.T) {
 				}
 				data[r.IntN(len(data))] ^= 1 << r.IntN(8)
 				check("a flipped byte", data, tree, lo, id)
+				if verifyInPlace(data, tree, uint64(lo), id) {
+					t.Fatalf("%d bytes: a flipped byte in the range at %d verifies", n, lo)
+				}
 				bad := bytes.Clone(tree)
 				if len(bad) > 8 {
 					bad[8+r.IntN(len(bad)-8)] ^= 0x10
