@@ -331,15 +331,11 @@ func (f *FS) EndExec(ctx context.Context, c *ExecCheckpoint, rec ExecRecord) (*E
 		if f.broken != nil {
 			return nil, f.broken
 		}
-		if f.closed {
-			// Close ran while the exec's changes were prepared (mu is
-			// released there) and committed them, but not the record,
-			// queued after: waitCommitLocked returns at once from now
-			// on, and this loop would spin with mu held.
-			return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, errWorkspaceClosed)
-		}
+		// If Close ran while the exec's changes were prepared (mu is
+		// released there), it committed them but not the record,
+		// queued after: waitCommitLocked says so.
 		if err := f.waitCommitLocked(ctx); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("checkpoint after exec %s: %w", c.id, err)
 		}
 	}
 	rec.After, rec.RootBefore, rec.RootAfter = ap.epoch, ap.rootBefore, ap.rootAfter

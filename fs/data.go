@@ -1718,9 +1718,13 @@ func (f *FS) waitCommitLocked(ctx context.Context) error {
 			return f.broken
 		}
 		if f.closed {
-			// Close committed everything before it set closed, and
-			// no commit runs after.
-			return nil
+			// Close committed everything queued before it set
+			// closed, and no commit runs after: what was queued
+			// since (an exec's record, a change) is never written.
+			if f.treeCleanLocked() && !f.cps.hasRecords() {
+				return nil
+			}
+			return errWorkspaceClosed
 		}
 		if f.commitMu.TryLock() {
 			f.mu.Unlock()

@@ -545,6 +545,21 @@ func TestExecAcrossClose(t *testing.T) {
 			t.Fatalf("BeginExec after Close: %v, want EIO", err)
 		}
 	})
+	t.Run("sync after close", func(t *testing.T) {
+		f, _ := openSmallChunks(t)
+		a := putFile(t, f, RootIno, "a", []byte("a"))
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing was queued since: all of it is committed.
+		if err := run(t, f, func() error { return f.Sync(ctx) }); err != nil {
+			t.Fatalf("Sync after Close, nothing queued: %v", err)
+		}
+		// A write after Close is refused (the store is closed).
+		if _, err := f.Write(ctx, a.Ino, 0, []byte("b"), false); err == nil {
+			t.Fatal("Write after Close succeeded")
+		}
+	})
 	t.Run("close during end", func(t *testing.T) {
 		for i := range 40 {
 			f, path := openSmallChunks(t)
