@@ -23,9 +23,11 @@ import (
 // 2^outboardGroupLog pieces (16 KiB), so that one group and the nodes on
 // its path to the root verify the group against the ID: the same check
 // as hashing the whole body, for 16 KiB of reading and hashing instead of
-// 1 MiB. lukechampine.com/blake3/bao computes and checks them; its root is
-// the BLAKE3-256 hash (tested against zeebo/blake3, which computes IDs
-// elsewhere), so chunk IDs are unchanged.
+// 1 MiB. lukechampine.com/blake3/bao defines them; encodeOutboard and
+// verifyInPlace walk them as bao.Encode and bao.VerifyChunk do, over the
+// data where it lies (tested against both), hashing with bao's own
+// guts. The root is the BLAKE3-256 hash (tested against zeebo/blake3,
+// which computes IDs elsewhere), so chunk IDs are unchanged.
 //
 // The outboard is stored in the body's bucket under the key "bao", beside
 // "body" (FORMAT.md). "bao" sorts first, so bbolt lays it out in the
