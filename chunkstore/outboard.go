@@ -225,14 +225,11 @@ func verifyInPlace(groups, tree []byte, offset uint64, root ID) bool {
 			g := groups[:n]
 			groups = groups[n:]
 			var node guts.Node
-			switch {
-			case n == outboardGroup:
+			if n == outboardGroup {
 				node = guts.CompressBuffer((*[outboardGroup]byte)(g), n, &guts.IV, pos/guts.ChunkSize, 0)
-			case n == 0:
-				// bao.VerifyChunk hashes an empty group then.
-				var buf [outboardGroup]byte
-				node = guts.CompressBuffer(&buf, 0, &guts.IV, pos/guts.ChunkSize, 0)
-			default:
+			} else {
+				// A partial group, or none left (bao.VerifyChunk
+				// hashes an empty one then).
 				var buf [outboardGroup]byte
 				copy(buf[:], g)
 				node = guts.CompressBuffer(&buf, n, &guts.IV, pos/guts.ChunkSize, 0)

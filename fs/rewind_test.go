@@ -502,13 +502,14 @@ func killRounds(t *testing.T, path, worker, env string, base, step, spread int, 
 }
 
 // TestExecAcrossClose: an exec whose end (or start) comes after the
-// workspace closed gets an error at once. EndExec used to queue its
+// workspace closed gets an error at once, and Sync after Close answers
+// at once too. EndExec used to queue its
 // record after Close's last commit and wait, mu held, for a commit that
 // never comes (a backends test hung for 30 minutes on it in CI). The
 // race case closes while EndExec prepares the exec's changes.
 func TestExecAcrossClose(t *testing.T) {
 	ctx := context.Background()
-	run := func(t *testing.T, f *FS, fn func() error) error {
+	run := func(t *testing.T, fn func() error) error {
 		t.Helper()
 		done := make(chan error, 1)
 		go func() { done <- fn() }()
@@ -530,7 +531,7 @@ func TestExecAcrossClose(t *testing.T) {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-		err = run(t, f, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
+		err = run(t, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
 		if !errors.Is(err, syscall.EIO) {
 			t.Fatalf("EndExec after Close: %v, want EIO", err)
 		}
@@ -540,7 +541,7 @@ func TestExecAcrossClose(t *testing.T) {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-		err := run(t, f, func() error { _, err := f.BeginExec(ctx, "x"); return err })
+		err := run(t, func() error { _, err := f.BeginExec(ctx, "x"); return err })
 		if !errors.Is(err, syscall.EIO) {
 			t.Fatalf("BeginExec after Close: %v, want EIO", err)
 		}
@@ -552,7 +553,7 @@ func TestExecAcrossClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Nothing was queued since: all of it is committed.
-		if err := run(t, f, func() error { return f.Sync(ctx) }); err != nil {
+		if err := run(t, func() error { return f.Sync(ctx) }); err != nil {
 			t.Fatalf("Sync after Close, nothing queued: %v", err)
 		}
 		// A write after Close is refused (the store is closed).
@@ -573,7 +574,7 @@ func TestExecAcrossClose(t *testing.T) {
 				time.Sleep(time.Duration(i%8) * 50 * time.Microsecond)
 				closed <- f.Close()
 			}()
-			err = run(t, f, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
+			err = run(t, func() error { _, err := f.EndExec(ctx, cp, ExecRecord{}); return err })
 			if err != nil && !errors.Is(err, syscall.EIO) {
 				t.Fatalf("round %d: EndExec: %v", i, err)
 			}
